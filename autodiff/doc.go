@@ -1,0 +1,18 @@
+// Package autodiff is tapegrad's tape: it records the ops a program applies
+// to its values and computes gradients by replaying the record in reverse,
+// to any order.
+//
+// A Tape is explicit (no global state). Constants, watched leaves and
+// bound parameters enter it; ops (typed functions such as MatMul and Relu,
+// or Tape.Apply for any registered op) produce new values; Backward adds
+// the gradient of a loss into the parameters' Grad, and Grad returns
+// gradients as values, recording the backward pass when asked so that
+// gradients of gradients work.
+//
+// Errors are sticky, as in bufio.Writer: the first error of a tape (an
+// *OpError naming the op, the input, the phase and the caller's file:line)
+// makes later ops no-ops, and is returned by Backward, Grad, Err and every
+// read of data.
+package autodiff
+
+import _ "github.com/tapegrad/tapegrad/backward" // registers every standard gradient

@@ -1,0 +1,359 @@
+package autodiff
+
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// GradOpts configures Grad.
+type GradOpts struct {
+	// CreateGraph records the backward pass on the tape, so the returned
+	// gradients can be differentiated again (gradients of gradients).
+	CreateGraph bool
+}
+
+// emitter implements registry.Emitter for gradient functions.
+type emitter struct {
+	t      *Tape
+	record bool
+	outBuf []Value
+	inBuf  []Value
+}
+
+func (e *emitter) Err() error { return e.t.err }
+
+func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.Value {
+	t := e.t
+	def, err := registry.Lookup(op)
+	if err != nil {
+		t.fail(op, -1, "backward", err)
+		return []registry.Value{t.poison()}
+	}
+	e.inBuf = e.inBuf[:0]
+	for i, v := range in {
+		av, ok := v.(Value)
+		if !ok {
+			t.fail(op, i, "backward", fmt.Errorf("%w: gradient passed a %T, not a tape Value", ErrInvalidValue, v))
+			av = t.poison()
+		}
+		e.inBuf = append(e.inBuf, av)
+	}
+	e.outBuf = t.applyDef(def, attrs, e.inBuf, e.record, "backward", e.outBuf[:0])
+	res := make([]registry.Value, len(e.outBuf))
+	for i, v := range e.outBuf {
+		res[i] = v
+	}
+	return res
+}
+
+func (e *emitter) Const(d *tensor.Dense) registry.Value { return e.t.Constant(d) }
+
+func (e *emitter) Scalar(dt tensor.Dtype, v float64) registry.Value { return e.t.Scalar(dt, v) }
+
+func (e *emitter) Ints(v ...int) registry.Value { return e.t.Ints(v...) }
+
+// nodeView implements registry.Node for one recorded node.
+type nodeView struct {
+	t   *Tape
+	idx int
+	ins []registry.Value
+}
+
+func (n *nodeView) Op() *registry.OpDef { return n.t.nodes[n.idx].op }
+func (n *nodeView) Attrs() any          { return n.t.nodes[n.idx].attrs }
+
+func (n *nodeView) Inputs() []registry.Value {
+	if n.ins == nil {
+		nd := n.t.nodes[n.idx]
+		n.ins = n.t.valuesOf(nd.in0, nd.nin)
+	}
+	return n.ins
+}
+
+func (n *nodeView) Outputs() []registry.Value {
+	nd := n.t.nodes[n.idx]
+	return n.t.valuesOf(nd.out0, nd.nout)
+}
+
+func (n *nodeView) NeedsGrad(i int) bool {
+	nd := n.t.nodes[n.idx]
+	if i < 0 || i >= int(nd.nin) {
+		return false
+	}
+	id := n.t.ids[nd.in0+int32(i)]
+	return n.t.marked[id] && isFloat(n.t.vals[id].d.Dtype())
+}
+
+func (t *Tape) valuesOf(start, n int32) []registry.Value {
+	out := make([]registry.Value, n)
+	for i := range out {
+		out[i] = Value{t: t, id: t.ids[start+int32(i)], gen: t.gen}
+	}
+	return out
+}
+
+func isFloat(dt tensor.Dtype) bool { return dt == tensor.Float32 || dt == tensor.Float64 }
+
+// Grad returns the gradients of the sum of targets (each weighted by its
+// upstream gradient; nil upstream means ones, as TensorFlow's
+// GradientTape.gradient) with respect to each source. A source that the
+// targets do not depend on gets a zero gradient.
+//
+// Only the part of the tape between sources and targets is walked. With
+// opts.CreateGraph the backward pass is recorded, so the results can be
+// differentiated again; otherwise they are constants.
+func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.noGrad {
+		return nil, t.fail("", -1, "backward", fmt.Errorf("%w: Grad on a NoGrad tape", ErrInvalidArgument))
+	}
+	if upstream != nil && len(upstream) != len(targets) {
+		return nil, t.fail("", -1, "backward", fmt.Errorf("%w: %d upstream gradients for %d targets", ErrInvalidArgument, len(upstream), len(targets)))
+	}
+	for i, v := range targets {
+		if err := t.check(v); err != nil {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("target %d: %w", i, err))
+		}
+		if !isFloat(v.Dtype()) {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: target %d has dtype %v; gradients need float targets", ErrDtype, i, v.Dtype()))
+		}
+	}
+	for i, v := range sources {
+		if err := t.check(v); err != nil {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("source %d: %w", i, err))
+		}
+	}
+	for i, u := range upstream {
+		if u.t == nil {
+			continue // zero Value: ones
+		}
+		if err := t.check(u); err != nil {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("upstream %d: %w", i, err))
+		}
+		if u.Dtype() != targets[i].Dtype() || !tensorx.SameShape(u.Shape(), targets[i].Shape()) {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: upstream %d is %v %v, target is %v %v", ErrShape, i, u.Dtype(), u.Shape(), targets[i].Dtype(), targets[i].Shape()))
+		}
+	}
+	for id := range t.vals {
+		if p := t.vals[id].param; p != nil && p.version != t.vals[id].version {
+			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: parameter %q changed (version %d → %d) after use on this tape", ErrModified, p.Name, t.vals[id].version, p.version))
+		}
+	}
+	res, err := t.gradPass(targets, sources, upstream, opts.CreateGraph)
+	if err != nil {
+		return nil, t.fail("", -1, "backward", err)
+	}
+	return res, nil
+}
+
+func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []Value, err error) {
+	nvals, nnodes := len(t.vals), len(t.nodes)
+	// marked: values that depend on a source (and so need a gradient).
+	t.marked = append(t.marked[:0], make([]bool, nvals)...)
+	minSrc := int32(nvals)
+	for _, s := range sources {
+		if t.vals[s.id].req {
+			t.marked[s.id] = true
+			minSrc = min(minSrc, s.id)
+		}
+	}
+	for ni := 0; ni < nnodes; ni++ {
+		nd := &t.nodes[ni]
+		if t.ids[nd.out0] < minSrc {
+			continue
+		}
+		dep := false
+		for _, id := range t.ids[nd.in0 : nd.in0+nd.nin] {
+			dep = dep || t.marked[id]
+		}
+		if dep {
+			for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
+				t.marked[id] = true
+			}
+		}
+	}
+	if cap(t.acc) < nvals {
+		t.acc = make([][]int32, nvals)
+	}
+	t.acc = t.acc[:nvals]
+	for i := range t.acc {
+		t.acc[i] = t.acc[i][:0]
+	}
+	e := &emitter{t: t, record: create}
+	// Seeds.
+	maxNode := -1
+	for i, tv := range targets {
+		if !t.marked[tv.id] {
+			continue
+		}
+		var seed Value
+		if upstream != nil && upstream[i].t != nil {
+			seed = upstream[i]
+		} else {
+			seed = t.applyDef(opOnesLike.def(), nil, []Value{tv}, false, "backward", nil)[0]
+		}
+		if t.err != nil {
+			return nil, t.err
+		}
+		t.acc[tv.id] = append(t.acc[tv.id], seed.id)
+		maxNode = max(maxNode, int(t.vals[tv.id].node))
+	}
+	dy := make([]registry.Value, 0, 4)
+	for ni := maxNode; ni >= 0; ni-- {
+		nd := t.nodes[ni]
+		if t.ids[nd.out0] < minSrc {
+			break
+		}
+		has, needs := false, false
+		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
+			has = has || len(t.acc[id]) > 0
+		}
+		for _, id := range t.ids[nd.in0 : nd.in0+nd.nin] {
+			needs = needs || t.marked[id]
+		}
+		if !has || !needs {
+			continue
+		}
+		dy = dy[:0]
+		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
+			g, ok := t.sumGrads(e, id)
+			if !ok {
+				dy = append(dy, nil)
+			} else {
+				dy = append(dy, g)
+			}
+		}
+		if t.err != nil {
+			return nil, t.err
+		}
+		grads, err := t.callGrad(e, ni, dy)
+		if err != nil {
+			return nil, err
+		}
+		for i, g := range grads {
+			id := t.ids[nd.in0+int32(i)]
+			if g == nil || !t.marked[id] || !isFloat(t.vals[id].d.Dtype()) {
+				continue
+			}
+			gv, ok := g.(Value)
+			if !ok {
+				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g)}
+			}
+			if err := t.check(gv); err != nil {
+				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: err}
+			}
+			in := t.vals[id].d
+			gd := t.vals[gv.id].d
+			if gd.Dtype() != in.Dtype() || !tensorx.SameShape(gd.Shape(), in.Shape()) {
+				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward",
+					Err: fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape())}
+			}
+			t.acc[id] = append(t.acc[id], gv.id)
+		}
+	}
+	res = make([]Value, len(sources))
+	for i, s := range sources {
+		g, ok := t.sumGrads(e, s.id)
+		if !ok {
+			g = t.applyDef(opZerosLike.def(), nil, []Value{s}, false, "backward", nil)[0]
+		}
+		res[i] = g.(Value)
+		// A source listed twice gets the same gradient.
+		if ok {
+			t.acc[s.id] = append(t.acc[s.id][:0], res[i].id)
+		}
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	return res, nil
+}
+
+// sumGrads adds up the gradients accumulated for value id (AddN for more
+// than one, so the sum is itself differentiable).
+func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
+	l := t.acc[id]
+	switch len(l) {
+	case 0:
+		return nil, false
+	case 1:
+		return Value{t: t, id: l[0], gen: t.gen}, true
+	}
+	in := make([]Value, len(l))
+	for i, g := range l {
+		in[i] = Value{t: t, id: g, gen: t.gen}
+	}
+	s := t.applyDef(opAddN.def(), nil, in, e.record, "backward", nil)[0]
+	t.acc[id] = append(t.acc[id][:0], s.id)
+	return s, true
+}
+
+// callGrad runs the gradient function of node ni, turning a panic into an
+// error.
+func (t *Tape) callGrad(e *emitter, ni int, dy []registry.Value) (grads []registry.Value, err error) {
+	nd := t.nodes[ni]
+	op := nd.op
+	switch op.GradKind() {
+	case registry.GradUnset:
+		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: op %s has no registered gradient", ErrNoGradient, op.Name)}
+	case registry.GradNone:
+		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason())}
+	case registry.GradZero:
+		return make([]registry.Value, nd.nin), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if t.err != nil {
+				grads, err = nil, t.err
+				return
+			}
+			grads, err = nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r)}
+		}
+	}()
+	nv := &nodeView{t: t, idx: ni}
+	grads, err = op.Gradient()(e, nv, dy)
+	if t.err != nil {
+		return nil, t.err
+	}
+	if err != nil {
+		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: err}
+	}
+	if len(grads) != int(nd.nin) {
+		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient returned %d values for %d inputs", ErrInternal, len(grads), nd.nin)}
+	}
+	return grads, nil
+}
+
+// Backward computes the gradient of target (seeded with ones, as
+// TensorFlow does for a non-scalar target) with respect to every trainable
+// parameter bound to the tape, and adds it into the parameters' Grad. The
+// gradients are added only if the whole pass succeeds.
+func (t *Tape) Backward(target Value) error {
+	if t.err != nil {
+		return t.err
+	}
+	var srcs []Value
+	var ps []*Param
+	for id := range t.vals {
+		if p := t.vals[id].param; p != nil && t.vals[id].req {
+			srcs = append(srcs, Value{t: t, id: int32(id), gen: t.gen})
+			ps = append(ps, p)
+		}
+	}
+	grads, err := t.Grad([]Value{target}, srcs, nil, GradOpts{})
+	if err != nil {
+		return err
+	}
+	for i, g := range grads {
+		if err := ps[i].accumulate(t.vals[g.id].d); err != nil {
+			return t.fail("", -1, "backward", err)
+		}
+	}
+	return nil
+}

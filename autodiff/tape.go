@@ -1,0 +1,388 @@
+package autodiff
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"runtime"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Option configures a Tape.
+type Option func(*Tape)
+
+// Training sets the tape's mode (layers such as batch norm and dropout read
+// it). A new tape is in training mode.
+func Training(b bool) Option { return func(t *Tape) { t.training = b } }
+
+// Seed seeds the tape's random source (used by random ops and layers).
+// A new tape is seeded with 1.
+func Seed(s int64) Option { return func(t *Tape) { t.seed = s } }
+
+// NoGrad makes a tape that records nothing: ops run and return values, but
+// no gradient can be taken. It is the cheap mode for inference.
+func NoGrad() Option { return func(t *Tape) { t.noGrad = true } }
+
+// Threads sets how many goroutines kernels may use (default GOMAXPROCS).
+func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
+
+// Tape records the ops applied to its values so that gradients can be
+// computed by replaying it in reverse. A Tape is not safe for concurrent
+// use; separate tapes may run in separate goroutines.
+//
+// Memory: every output, constant and gradient lives in the tape's arena
+// until Reset, which recycles the buffers. A training loop that calls Reset
+// at the start of every step reuses the same buffers step after step.
+type Tape struct {
+	training bool
+	noGrad   bool
+	threads  int
+	seed     int64
+	rng      *rand.Rand
+	gen      uint32
+
+	vals   []valRec
+	nodes  []node
+	ids    []int32
+	params map[*Param]int32
+	err    error
+	arena  arena
+	kc     registry.KernelCtx
+	inBuf  []*tensor.Dense
+
+	// backward-pass scratch, reused across passes
+	marked []bool
+	acc    [][]int32
+}
+
+type valRec struct {
+	d       *tensor.Dense
+	node    int32 // producing node, -1 for leaves
+	param   *Param
+	version uint64 // param version at binding
+	req     bool   // requires grad: depends on a watched leaf or a trainable param
+}
+
+type node struct {
+	op         *registry.OpDef
+	attrs      any
+	in0, nin   int32
+	out0, nout int32
+}
+
+var tapeGen uint32
+
+// NewTape returns an empty tape.
+func NewTape(opts ...Option) *Tape {
+	t := &Tape{training: true, seed: 1}
+	for _, o := range opts {
+		o(t)
+	}
+	if t.threads < 1 {
+		t.threads = runtime.GOMAXPROCS(0)
+	}
+	t.rng = rand.New(rand.NewSource(t.seed))
+	tapeGen++
+	t.gen = tapeGen << 16
+	t.params = map[*Param]int32{}
+	t.kc = registry.KernelCtx{Alloc: &t.arena, Threads: t.threads, Rand: t.rng}
+	return t
+}
+
+// IsTraining reports the tape's mode.
+func (t *Tape) IsTraining() bool { return t.training }
+
+// SetTraining changes the tape's mode.
+func (t *Tape) SetTraining(b bool) { t.training = b }
+
+// Recording reports whether the tape records ops (false for NoGrad tapes).
+func (t *Tape) Recording() bool { return !t.noGrad }
+
+// Rand returns the tape's seeded random source.
+func (t *Tape) Rand() *rand.Rand { return t.rng }
+
+// Threads returns the kernels' thread budget.
+func (t *Tape) Threads() int { return t.threads }
+
+// Err returns the tape's first error, or nil.
+func (t *Tape) Err() error { return t.err }
+
+// Reset forgets every recorded op and value and recycles their buffers;
+// Values from before the Reset become invalid. The error state is
+// cleared; the random source continues.
+func (t *Tape) Reset() {
+	t.gen++
+	t.arena.recycle()
+	clear(t.vals)
+	t.vals = t.vals[:0]
+	clear(t.nodes)
+	t.nodes = t.nodes[:0]
+	t.ids = t.ids[:0]
+	clear(t.params)
+	t.err = nil
+}
+
+// Release is Reset that also drops the arena's pooled buffers, returning
+// their memory to the Go runtime.
+func (t *Tape) Release() {
+	t.Reset()
+	t.arena.drop()
+}
+
+// NumOps returns the number of recorded ops.
+func (t *Tape) NumOps() int { return len(t.nodes) }
+
+// fail records err as the tape's error if it has none, and returns the
+// tape's error.
+func (t *Tape) fail(op string, input int, phase string, err error) error {
+	if t.err == nil {
+		var oe *OpError
+		if errors.As(err, &oe) {
+			t.err = oe
+		} else {
+			t.err = &OpError{Op: op, Input: input, Phase: phase, Loc: callerLoc(), Err: err}
+		}
+	}
+	return t.err
+}
+
+func (t *Tape) poison() Value { return Value{t: t, id: -1, gen: t.gen} }
+
+// check resolves v to its record, or returns an error.
+func (t *Tape) check(v Value) error {
+	switch {
+	case v.t == nil:
+		return fmt.Errorf("%w: zero Value", ErrInvalidValue)
+	case v.t != t:
+		return fmt.Errorf("%w: Value belongs to another tape", ErrInvalidValue)
+	case v.gen != t.gen:
+		return fmt.Errorf("%w: Value used after its tape was Reset", ErrInvalidValue)
+	case v.id < 0:
+		if t.err != nil {
+			return t.err
+		}
+		return fmt.Errorf("%w: poisoned Value", ErrInvalidValue)
+	case int(v.id) >= len(t.vals):
+		return fmt.Errorf("%w: unknown Value", ErrInvalidValue)
+	}
+	return nil
+}
+
+func (t *Tape) newVal(d *tensor.Dense, nodeIdx int32, req bool) Value {
+	t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req})
+	return Value{t: t, id: int32(len(t.vals) - 1), gen: t.gen}
+}
+
+// ownedCopy copies d into an arena buffer.
+func (t *Tape) ownedCopy(d *tensor.Dense) (*tensor.Dense, error) {
+	c, err := tensorx.Contiguous(d)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.arena.Alloc(c.Dtype(), c.Shape(), false)
+	if err != nil {
+		return nil, err
+	}
+	tensorx.CopyData(out, c)
+	return out, nil
+}
+
+// Constant puts a copy of d on the tape as a value without gradient.
+// The copy lets a data loader reuse its buffer.
+func (t *Tape) Constant(d *tensor.Dense) Value {
+	if t.err != nil {
+		return t.poison()
+	}
+	c, err := t.ownedCopy(d)
+	if err != nil {
+		t.fail("", -1, "tape", fmt.Errorf("Constant: %w", err))
+		return t.poison()
+	}
+	return t.newVal(c, -1, false)
+}
+
+// Watch puts a copy of d on the tape as a leaf whose gradient can be taken
+// with Grad (as TensorFlow's GradientTape.watch). On a NoGrad tape it is a
+// constant.
+func (t *Tape) Watch(d *tensor.Dense) Value {
+	v := t.Constant(d)
+	if v.id >= 0 && !t.noGrad {
+		t.vals[v.id].req = true
+	}
+	return v
+}
+
+// Scalar puts a constant scalar (shape []) of dtype dt on the tape.
+func (t *Tape) Scalar(dt tensor.Dtype, x float64) Value {
+	return t.fill(dt, nil, x)
+}
+
+// Full puts a constant of dtype dt and the given shape, every element x,
+// on the tape.
+func (t *Tape) Full(dt tensor.Dtype, shape []int, x float64) Value {
+	return t.fill(dt, shape, x)
+}
+
+func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
+	if t.err != nil {
+		return t.poison()
+	}
+	d, err := t.arena.Alloc(dt, shape, false)
+	if err != nil {
+		t.fail("", -1, "tape", fmt.Errorf("constant: %w", err))
+		return t.poison()
+	}
+	switch dt {
+	case tensor.Float32:
+		s := d.Float32s()
+		for i := range s {
+			s[i] = float32(x)
+		}
+	case tensor.Float64:
+		s := d.Float64s()
+		for i := range s {
+			s[i] = x
+		}
+	case tensor.Int32:
+		s := d.Int32s()
+		for i := range s {
+			s[i] = int32(x)
+		}
+	case tensor.Int64:
+		s := d.Int64s()
+		for i := range s {
+			s[i] = int64(x)
+		}
+	case tensor.Bool:
+		s := d.Bools()
+		for i := range s {
+			s[i] = x != 0
+		}
+	}
+	return t.newVal(d, -1, false)
+}
+
+// Ints puts a constant int32 vector on the tape (for shape and axis inputs).
+func (t *Tape) Ints(v ...int) Value {
+	if t.err != nil {
+		return t.poison()
+	}
+	d, err := t.arena.Alloc(tensor.Int32, []int{len(v)}, false)
+	if err != nil {
+		t.fail("", -1, "tape", err)
+		return t.poison()
+	}
+	s := d.Int32s()
+	for i, x := range v {
+		s[i] = int32(x)
+	}
+	return t.newVal(d, -1, false)
+}
+
+// Param binds p to the tape and returns its value. Binding the same
+// parameter again returns the same value (its gradient contributions are
+// summed). The value shares p.Data; changing p after use on this tape and
+// before Backward is detected through p's version and reported.
+func (t *Tape) Param(p *Param) Value {
+	if t.err != nil {
+		return t.poison()
+	}
+	if p == nil || p.Data == nil {
+		t.fail("", -1, "tape", fmt.Errorf("%w: Param: nil parameter or data", ErrInvalidArgument))
+		return t.poison()
+	}
+	if id, ok := t.params[p]; ok {
+		return Value{t: t, id: id, gen: t.gen}
+	}
+	d, err := tensorx.Contiguous(p.Data)
+	if err != nil {
+		t.fail("", -1, "tape", fmt.Errorf("Param %q: %w", p.Name, err))
+		return t.poison()
+	}
+	if d != p.Data {
+		p.Data = d
+	}
+	v := t.newVal(d, -1, p.Trainable && !t.noGrad)
+	t.vals[v.id].param = p
+	t.vals[v.id].version = p.version
+	t.params[p] = v.id
+	return v
+}
+
+// Apply runs the registered op named op on in and returns its outputs. The
+// op is recorded if any input requires a gradient. On error (recorded on
+// the tape) it returns poisoned values, one per declared output.
+func (t *Tape) Apply(op string, attrs any, in ...Value) []Value {
+	def, err := registry.Lookup(op)
+	if err != nil {
+		if t.err == nil {
+			t.fail(op, -1, "forward", err)
+		}
+		return []Value{t.poison()}
+	}
+	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
+}
+
+// applyDef runs def. record permits recording a node (the op is recorded
+// only if an input requires grad). If out is non-nil the outputs are
+// appended to it.
+func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool, phase string, out []Value) []Value {
+	nout := len(def.Outputs)
+	if out == nil {
+		out = make([]Value, 0, nout)
+	}
+	poisoned := func() []Value {
+		for i := 0; i < nout; i++ {
+			out = append(out, t.poison())
+		}
+		return out
+	}
+	if t.err != nil {
+		return poisoned()
+	}
+	t.inBuf = t.inBuf[:0]
+	req := false
+	for i, v := range in {
+		if err := t.check(v); err != nil {
+			t.fail(def.Name, i, phase, err)
+			return poisoned()
+		}
+		r := &t.vals[v.id]
+		t.inBuf = append(t.inBuf, r.d)
+		req = req || r.req
+	}
+	na, err := def.NormalizeAttrs(attrs)
+	if err != nil {
+		t.fail(def.Name, -1, phase, err)
+		return poisoned()
+	}
+	outs, err := registry.RunNormalized(def, &t.kc, na, t.inBuf)
+	clear(t.inBuf)
+	if err != nil {
+		t.fail(def.Name, -1, phase, err)
+		return poisoned()
+	}
+	req = req && record && def.GradKind() != registry.GradZero
+	nodeIdx := int32(-1)
+	if req {
+		nodeIdx = int32(len(t.nodes))
+		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
+		for _, v := range in {
+			t.ids = append(t.ids, v.id)
+		}
+		n.out0 = int32(len(t.ids))
+		n.nout = int32(nout)
+		for i := range outs {
+			t.ids = append(t.ids, int32(len(t.vals)+i))
+		}
+		t.nodes = append(t.nodes, n)
+	}
+	for _, d := range outs {
+		out = append(out, t.newVal(d, nodeIdx, req))
+	}
+	return out
+}
