@@ -1,0 +1,50 @@
+# tapegrad — developer entry points. `make test` is what CI runs.
+GO ?= go
+# Golden-case families whose ops are registered (see testdata/golden/).
+GOLDEN_FAMILIES ?=
+GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
+FUZZTIME ?= 20s
+
+.PHONY: all test vet fmt-check unit gradcheck conformance bench fuzz demo train data help
+
+all: test
+
+help:
+	@echo "make test        vet, gofmt check, unit tests, gradient sweep (-quick), golden cases"
+	@echo "make gradcheck   full gradient sweep over every registered op"
+	@echo "make conformance golden cases of the implemented op families"
+	@echo "make bench       workload benchmarks (cmd/bench)"
+	@echo "make fuzz        short fuzzing runs of the validation paths (FUZZTIME=$(FUZZTIME))"
+	@echo "make demo        train the example model on the bundled subset"
+
+test: vet fmt-check unit gradcheck-quick conformance
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -count=1 ./...
+
+gradcheck-quick:
+	$(GO) run ./cmd/gradcheck -quick
+
+gradcheck:
+	$(GO) run ./cmd/gradcheck
+
+conformance:
+	@if [ -n "$(GOLDEN_FILES)" ]; then $(GO) run ./cmd/opcheck $(GOLDEN_FILES); \
+	else echo "conformance: no op family with golden cases is registered yet"; fi
+
+bench:
+	$(GO) run ./cmd/bench
+
+fuzz:
+	$(GO) test ./autodiff/ -run '^$$' -fuzz FuzzTapeOps -fuzztime $(FUZZTIME)
+	$(GO) test ./registry/ -run '^$$' -fuzz FuzzParseAttrs -fuzztime $(FUZZTIME)
+
+demo:
+	@echo "make demo: not yet — the Fashion-MNIST example lands with the training issue."

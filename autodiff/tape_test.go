@@ -1,0 +1,392 @@
+package autodiff_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Test ops, registered from outside the library as a user would.
+func init() {
+	f64 := func(k registry.Kernel) map[tensor.Dtype]registry.Kernel {
+		return map[tensor.Dtype]registry.Kernel{tensor.Float64: k, tensor.Float32: k}
+	}
+	double := func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		out, err := kc.Output(in[0].Dtype(), in[0].Shape()...)
+		if err != nil {
+			return nil, err
+		}
+		switch out.Dtype() {
+		case tensor.Float64:
+			for i, v := range in[0].Float64s() {
+				out.Float64s()[i] = 2 * v
+			}
+		case tensor.Float32:
+			for i, v := range in[0].Float32s() {
+				out.Float32s()[i] = 2 * v
+			}
+		}
+		return []*tensor.Dense{out}, nil
+	}
+	one := []registry.Arg{{Name: "x"}}
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.Double", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustSetGradient("tapetest.Double", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return []registry.Value{e.Apply("tapetest.Double", nil, dy[0])[0]}, nil
+	})
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.Panic", Inputs: one, Outputs: one,
+		Kernels: f64(func(*registry.KernelCtx, any, []*tensor.Dense) ([]*tensor.Dense, error) { panic("boom") })})
+	registry.MustNoGradient("tapetest.Panic", "test op")
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.NoGrad", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustNoGradient("tapetest.NoGrad", "it is a test op without gradient")
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.BadGrad", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustSetGradient("tapetest.BadGrad", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return []registry.Value{e.Scalar(tensor.Float64, 1)}, nil // wrong shape
+	})
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.GradPanic", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustSetGradient("tapetest.GradPanic", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		var s []int
+		_ = s[3]
+		return nil, nil
+	})
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.Wrong", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustSetGradient("tapetest.Wrong", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return nil, errors.New("refused")
+	})
+}
+
+func vec(t *testing.T, v ...float64) *tensor.Dense {
+	t.Helper()
+	d, err := tensorx.New([]int{len(v)}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func f64s(t *testing.T, v autodiff.Value) []float64 {
+	t.Helper()
+	s, err := v.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func eq(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGradFanOutAndHigherOrder(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Watch(vec(t, 1, 2))
+	d := tp.Apply("tapetest.Double", nil, x)[0]
+	y := tp.Apply("AddN", nil, d, x, tp.Apply("Identity", nil, d)[0])[0] // 5x
+	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{CreateGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f64s(t, g[0]); !eq(got, []float64{5, 5}) {
+		t.Fatalf("dy/dx = %v, want [5 5]", got)
+	}
+	// The gradient of a recorded gradient: d/dx of sum(Double(g)) through the
+	// graph is 0 (g does not depend on x), and d/d(upstream) works.
+	u := tp.Watch(vec(t, 3, 4))
+	g2, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, []autodiff.Value{u}, autodiff.GradOpts{CreateGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f64s(t, g2[0]); !eq(got, []float64{15, 20}) {
+		t.Fatalf("vjp = %v, want [15 20]", got)
+	}
+	gg, err := tp.Grad([]autodiff.Value{g2[0]}, []autodiff.Value{u, x}, nil, autodiff.GradOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f64s(t, gg[0]); !eq(got, []float64{5, 5}) {
+		t.Fatalf("d vjp / du = %v, want [5 5]", got)
+	}
+	if got := f64s(t, gg[1]); !eq(got, []float64{0, 0}) {
+		t.Fatalf("d vjp / dx = %v, want [0 0]", got)
+	}
+}
+
+func TestGradWithoutCreateGraphIsConstant(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Watch(vec(t, 1))
+	y := tp.Apply("tapetest.Double", nil, x)[0]
+	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g[0].RequiresGrad() {
+		t.Fatal("gradient without CreateGraph requires grad")
+	}
+}
+
+func TestUnconnectedSourceGetsZeros(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Watch(vec(t, 1, 2))
+	z := tp.Watch(vec(t, 7, 8, 9))
+	c := tp.Constant(vec(t, 1))
+	y := tp.Apply("tapetest.Double", nil, x)[0]
+	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{z, c, x, x}, nil, autodiff.GradOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f64s(t, g[0]); !eq(got, []float64{0, 0, 0}) {
+		t.Fatalf("unconnected = %v", got)
+	}
+	if got := f64s(t, g[1]); !eq(got, []float64{0}) {
+		t.Fatalf("constant = %v", got)
+	}
+	if got, got2 := f64s(t, g[2]), f64s(t, g[3]); !eq(got, []float64{2, 2}) || !eq(got2, got) {
+		t.Fatalf("repeated source = %v %v", got, got2)
+	}
+}
+
+func TestStopGradient(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Watch(vec(t, 1, 2))
+	s := tp.Apply("StopGradient", nil, x)[0]
+	y := tp.Apply("AddN", nil, s, x)[0]
+	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f64s(t, g[0]); !eq(got, []float64{1, 1}) {
+		t.Fatalf("grad through StopGradient = %v, want [1 1]", got)
+	}
+}
+
+func TestParamsBackwardAccumulates(t *testing.T) {
+	p, err := autodiff.NewParam("w", vec(t, 1, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, _ := autodiff.NewParam("frozen", vec(t, 1, 1, 1))
+	frozen.Trainable = false
+	tp := autodiff.NewTape()
+	for step := 0; step < 2; step++ {
+		tp.Reset()
+		w := tp.Param(p)
+		if w2 := tp.Param(p); w2 != w {
+			t.Fatal("binding a param twice gave two values")
+		}
+		y := tp.Apply("AddN", nil, tp.Apply("tapetest.Double", nil, w)[0], w, tp.Param(frozen))[0]
+		if err := tp.Backward(y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Grad.Float64s(); !eq(got, []float64{6, 6, 6}) {
+		t.Fatalf("accumulated grad = %v, want [6 6 6]", got)
+	}
+	if frozen.Grad != nil {
+		t.Fatal("frozen parameter got a gradient")
+	}
+	p.ZeroGrad()
+	if got := p.Grad.Float64s(); !eq(got, []float64{0, 0, 0}) {
+		t.Fatalf("after ZeroGrad = %v", got)
+	}
+}
+
+func TestParamModifiedAfterUse(t *testing.T) {
+	p, _ := autodiff.NewParam("w", vec(t, 1))
+	tp := autodiff.NewTape()
+	y := tp.Apply("tapetest.Double", nil, tp.Param(p))[0]
+	p.MarkModified()
+	err := tp.Backward(y)
+	if !errors.Is(err, autodiff.ErrModified) {
+		t.Fatalf("err = %v, want ErrModified", err)
+	}
+}
+
+func TestFailedBackwardLeavesGradsUntouched(t *testing.T) {
+	p, _ := autodiff.NewParam("w", vec(t, 1))
+	q, _ := autodiff.NewParam("v", vec(t, 1))
+	tp := autodiff.NewTape()
+	a := tp.Apply("tapetest.Double", nil, tp.Param(p))[0]
+	b := tp.Apply("tapetest.NoGrad", nil, tp.Param(q))[0]
+	err := tp.Backward(tp.Apply("AddN", nil, a, b)[0])
+	if !errors.Is(err, autodiff.ErrNoGradient) || !strings.Contains(err.Error(), "tapetest.NoGrad") {
+		t.Fatalf("err = %v", err)
+	}
+	if p.Grad != nil || q.Grad != nil {
+		t.Fatal("a failed Backward wrote gradients")
+	}
+}
+
+func TestStickyErrors(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Constant(vec(t, 1, 2))
+	y := tp.Constant(vec(t, 1, 2, 3))
+	bad := tp.Apply("AddN", nil, x, y)[0] // shape mismatch
+	err := tp.Err()
+	var oe *autodiff.OpError
+	if !errors.As(err, &oe) || oe.Op != "AddN" || oe.Phase != "forward" || !errors.Is(err, autodiff.ErrShape) {
+		t.Fatalf("err = %#v", err)
+	}
+	if !strings.Contains(oe.Loc, "tape_test.go:") {
+		t.Fatalf("location %q does not name the test file", oe.Loc)
+	}
+	// Later ops do nothing and report the first error.
+	z := tp.Apply("Identity", nil, bad)[0]
+	if _, err2 := z.Float64s(); err2 != err {
+		t.Fatalf("read after error = %v, want the first error", err2)
+	}
+	if _, err2 := z.Item(); err2 != err {
+		t.Fatalf("Item after error = %v", err2)
+	}
+	if err2 := tp.Backward(z); err2 != err {
+		t.Fatalf("Backward after error = %v", err2)
+	}
+	tp.Reset()
+	if tp.Err() != nil {
+		t.Fatal("Reset did not clear the error")
+	}
+}
+
+func TestInvalidValues(t *testing.T) {
+	a, b := autodiff.NewTape(), autodiff.NewTape()
+	x := a.Constant(vec(t, 1))
+	b.Apply("Identity", nil, x)
+	if !errors.Is(b.Err(), autodiff.ErrInvalidValue) {
+		t.Fatalf("value of another tape: %v", b.Err())
+	}
+	c := autodiff.NewTape()
+	c.Apply("Identity", nil, autodiff.Value{})
+	if !errors.Is(c.Err(), autodiff.ErrInvalidValue) {
+		t.Fatalf("zero value: %v", c.Err())
+	}
+	if _, err := (autodiff.Value{}).Float64s(); !errors.Is(err, autodiff.ErrInvalidValue) {
+		t.Fatalf("zero value read: %v", err)
+	}
+	a.Reset()
+	if _, err := x.Float64s(); !errors.Is(err, autodiff.ErrInvalidValue) {
+		t.Fatalf("value after Reset: %v", err)
+	}
+	d := autodiff.NewTape()
+	d.Apply("NoSuchOp", nil)
+	if !errors.Is(d.Err(), autodiff.ErrNotFound) {
+		t.Fatalf("unknown op: %v", d.Err())
+	}
+}
+
+func TestKernelAndGradientPanicsBecomeErrors(t *testing.T) {
+	tp := autodiff.NewTape()
+	tp.Apply("tapetest.Panic", nil, tp.Constant(vec(t, 1)))
+	if !errors.Is(tp.Err(), autodiff.ErrInternal) {
+		t.Fatalf("kernel panic: %v", tp.Err())
+	}
+	for _, op := range []string{"tapetest.GradPanic", "tapetest.BadGrad", "tapetest.Wrong"} {
+		tp := autodiff.NewTape()
+		x := tp.Watch(vec(t, 1, 2))
+		y := tp.Apply(op, nil, x)[0]
+		_, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
+		var oe *autodiff.OpError
+		if !errors.As(err, &oe) || oe.Op != op || oe.Phase != "backward" {
+			t.Fatalf("%s: err = %v", op, err)
+		}
+	}
+}
+
+func TestNoGradTape(t *testing.T) {
+	tp := autodiff.NewTape(autodiff.NoGrad())
+	p, _ := autodiff.NewParam("w", vec(t, 1))
+	y := tp.Apply("tapetest.Double", nil, tp.Param(p))[0]
+	if tp.NumOps() != 0 || y.RequiresGrad() {
+		t.Fatal("NoGrad tape recorded an op")
+	}
+	if got := f64s(t, y); !eq(got, []float64{2}) {
+		t.Fatalf("forward on NoGrad tape = %v", got)
+	}
+	if _, err := tp.Grad([]autodiff.Value{y}, nil, nil, autodiff.GradOpts{}); err == nil {
+		t.Fatal("Grad on a NoGrad tape succeeded")
+	}
+}
+
+func TestOnlyNeededOpsAreRecorded(t *testing.T) {
+	tp := autodiff.NewTape()
+	c := tp.Constant(vec(t, 1, 2))
+	tp.Apply("tapetest.Double", nil, c) // no input requires grad: not recorded
+	if tp.NumOps() != 0 {
+		t.Fatalf("recorded %d ops on constants", tp.NumOps())
+	}
+	x := tp.Watch(vec(t, 1, 2))
+	tp.Apply("tapetest.Double", nil, x)
+	if tp.NumOps() != 1 {
+		t.Fatalf("recorded %d ops, want 1", tp.NumOps())
+	}
+}
+
+func TestUpstreamValidation(t *testing.T) {
+	tp := autodiff.NewTape()
+	x := tp.Watch(vec(t, 1, 2))
+	y := tp.Apply("tapetest.Double", nil, x)[0]
+	_, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, []autodiff.Value{tp.Constant(vec(t, 1))}, autodiff.GradOpts{})
+	if !errors.Is(err, autodiff.ErrShape) {
+		t.Fatalf("wrong upstream shape: %v", err)
+	}
+}
+
+func TestArenaReusesBuffers(t *testing.T) {
+	tp := autodiff.NewTape()
+	in := vec(t, 1, 2, 3)
+	var first *tensor.Dense
+	for i := 0; i < 3; i++ {
+		tp.Reset()
+		y := tp.Apply("tapetest.Double", nil, tp.Constant(in))[0]
+		d, err := y.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = d
+		}
+		if i == 2 && d != first && tp.Err() == nil {
+			// Two buffers of the same shape circulate (constant and output);
+			// the output must be one of them.
+			c, _ := tp.Constant(in).Data()
+			if c != first {
+				t.Fatal("arena did not reuse buffers across Reset")
+			}
+		}
+	}
+}
+
+func TestSteadyStateAllocations(t *testing.T) {
+	p, _ := autodiff.NewParam("w", vec(t, 1, 2, 3, 4))
+	in := vec(t, 1, 2, 3, 4)
+	tp := autodiff.NewTape()
+	step := func() {
+		tp.Reset()
+		x := tp.Constant(in)
+		w := tp.Param(p)
+		y := tp.Apply("AddN", nil, tp.Apply("tapetest.Double", nil, w)[0], x)[0]
+		if err := tp.Backward(y); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	step()
+	allocs := testing.AllocsPerRun(20, step)
+	// The buffers are recycled; what remains are small per-op objects
+	// (attrs, gradient slices). Keep it bounded so regressions show.
+	if allocs > 40 {
+		t.Fatalf("steady-state step allocates %.0f objects", allocs)
+	}
+	t.Logf("allocs per step: %.0f", allocs)
+}
