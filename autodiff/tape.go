@@ -328,28 +328,43 @@ func (t *Tape) Apply(op string, attrs any, in ...Value) []Value {
 }
 
 // applyDef runs def. record permits recording a node (the op is recorded
-// only if an input requires grad). If out is non-nil the outputs are
-// appended to it.
+// only if an input requires grad). The outputs are appended to out (a new
+// slice if out is nil), poisoned values if the op fails.
 func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool, phase string, out []Value) []Value {
 	nout := len(def.Outputs)
 	if out == nil {
 		out = make([]Value, 0, nout)
 	}
-	poisoned := func() []Value {
+	if t.err != nil || !t.run(def, attrs, in, record, phase) {
 		for i := 0; i < nout; i++ {
 			out = append(out, t.poison())
 		}
 		return out
 	}
-	if t.err != nil {
-		return poisoned()
+	for i := len(t.vals) - nout; i < len(t.vals); i++ {
+		out = append(out, Value{t: t, id: int32(i), gen: t.gen})
 	}
+	return out
+}
+
+// apply1 runs def and returns its first output, without allocating.
+func (t *Tape) apply1(def *registry.OpDef, attrs any, in ...Value) Value {
+	if t.err != nil || !t.run(def, attrs, in, !t.noGrad, "forward") {
+		return t.poison()
+	}
+	return Value{t: t, id: int32(len(t.vals) - len(def.Outputs)), gen: t.gen}
+}
+
+// run executes def and appends its outputs to t.vals (the last
+// len(def.Outputs) values), recording a node if needed. It reports
+// failure on the tape and returns false.
+func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phase string) bool {
 	t.inBuf = t.inBuf[:0]
 	req := false
 	for i, v := range in {
 		if err := t.check(v); err != nil {
 			t.fail(def.Name, i, phase, err)
-			return poisoned()
+			return false
 		}
 		r := &t.vals[v.id]
 		t.inBuf = append(t.inBuf, r.d)
@@ -358,13 +373,13 @@ func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool,
 	na, err := def.NormalizeAttrs(attrs)
 	if err != nil {
 		t.fail(def.Name, -1, phase, err)
-		return poisoned()
+		return false
 	}
 	outs, err := registry.RunNormalized(def, &t.kc, na, t.inBuf)
 	clear(t.inBuf)
 	if err != nil {
 		t.fail(def.Name, -1, phase, err)
-		return poisoned()
+		return false
 	}
 	req = req && record && def.GradKind() != registry.GradZero
 	nodeIdx := int32(-1)
@@ -375,14 +390,14 @@ func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool,
 			t.ids = append(t.ids, v.id)
 		}
 		n.out0 = int32(len(t.ids))
-		n.nout = int32(nout)
+		n.nout = int32(len(outs))
 		for i := range outs {
 			t.ids = append(t.ids, int32(len(t.vals)+i))
 		}
 		t.nodes = append(t.nodes, n)
 	}
 	for _, d := range outs {
-		out = append(out, t.newVal(d, nodeIdx, req))
+		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req})
 	}
-	return out
+	return true
 }

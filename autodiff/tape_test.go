@@ -60,7 +60,7 @@ func init() {
 	})
 }
 
-func vec(t *testing.T, v ...float64) *tensor.Dense {
+func vec(t testing.TB, v ...float64) *tensor.Dense {
 	t.Helper()
 	d, err := tensorx.New([]int{len(v)}, v)
 	if err != nil {
