@@ -11,7 +11,6 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-
 type badAttrs struct {
 	X int // no tf tag
 }
