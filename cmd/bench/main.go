@@ -1,0 +1,189 @@
+// Command bench times tapegrad on the benchmark workloads of
+// ../shared/perf/WORKLOADS.md (W1–W10) and on GEMM, printing one line per
+// (workload, mode), or with -json one JSON object per line in the schema of
+// perf/bench_torch.py, so the two outputs join on (workload, mode, threads).
+//
+//	go run ./cmd/bench [-json] [-threads N] [-workload W1,W2] [-modes fwd,fwdbwd] [-reps 20] [-min-time 0.5s]
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+)
+
+// result is one line of output, in bench_torch.py's schema.
+type result struct {
+	System   string  `json:"system"`
+	Workload string  `json:"workload"`
+	Mode     string  `json:"mode"`
+	Threads  int     `json:"threads"`
+	Ms       float64 `json:"ms"`
+	MsMin    float64 `json:"ms_min"`
+	MsMax    float64 `json:"ms_max"`
+	Reps     int     `json:"reps"`
+	GFlops   float64 `json:"gflops,omitempty"`
+	GBps     float64 `json:"gbps,omitempty"`
+	Desc     string  `json:"desc,omitempty"`
+}
+
+// mode is one timed operation of a workload: run performs it once.
+type mode struct {
+	name  string
+	flops float64 // 0 if not compute-bound
+	bytes float64 // minimum memory traffic, 0 if not memory-bound
+	run   func() error
+}
+
+// workload builds its modes for a thread count; a workload whose ops are
+// not registered yet returns an error saying so, and is skipped.
+type workload struct {
+	name, desc string
+	build      func(threads int) ([]mode, error)
+}
+
+var workloads []workload
+
+func register(w workload) { workloads = append(workloads, w) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON lines in bench_torch.py's schema")
+	threads := fs.Int("threads", 1, "threads (GOMAXPROCS and the kernels' budget)")
+	only := fs.String("workload", "", "comma-separated workloads (default: all)")
+	modes := fs.String("modes", "", "comma-separated modes (default: all of each workload)")
+	reps := fs.Int("reps", 20, "minimum timed repetitions")
+	warmup := fs.Int("warmup", 3, "untimed warm-up repetitions")
+	minTime := fs.Duration("min-time", 500*time.Millisecond, "minimum total timed duration per mode")
+	list := fs.Bool("list", false, "list the workloads and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *list {
+		for _, w := range workloads {
+			fmt.Fprintf(stdout, "%-8s %s\n", w.name, w.desc)
+		}
+		return 0
+	}
+	if *threads < 1 {
+		fmt.Fprintln(stderr, "bench: -threads must be >= 1")
+		return 2
+	}
+	runtime.GOMAXPROCS(*threads)
+	// Keep hot memory mapped: the arena reuses buffers, and returning them to
+	// the OS between repetitions would make every repetition pay first-touch
+	// page faults (see perf/README.md).
+	debug.SetGCPercent(400)
+	want := set(*only)
+	wantModes := set(*modes)
+	known := map[string]bool{}
+	for _, w := range workloads {
+		known[w.name] = true
+	}
+	for n := range want {
+		if !known[n] {
+			fmt.Fprintf(stderr, "bench: unknown workload %q (see -list)\n", n)
+			return 2
+		}
+	}
+	status := 0
+	enc := json.NewEncoder(stdout)
+	for _, w := range workloads {
+		if len(want) > 0 && !want[w.name] {
+			continue
+		}
+		ms, err := w.build(*threads)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %s skipped: %v\n", w.name, err)
+			continue
+		}
+		for _, m := range ms {
+			if len(wantModes) > 0 && !wantModes[m.name] {
+				continue
+			}
+			times, err := timeIt(m.run, *warmup, *reps, *minTime)
+			if err != nil {
+				fmt.Fprintf(stderr, "bench: %s %s: %v\n", w.name, m.name, err)
+				status = 1
+				continue
+			}
+			r := summarize(w, m, *threads, times)
+			if *asJSON {
+				enc.Encode(r)
+			} else {
+				fmt.Fprintf(stdout, "%-8s %-10s threads=%d  %9.3f ms (min %.3f, max %.3f, n=%d)", r.Workload, r.Mode, r.Threads, r.Ms, r.MsMin, r.MsMax, r.Reps)
+				if r.GFlops > 0 {
+					fmt.Fprintf(stdout, "  %7.1f GFLOP/s", r.GFlops)
+				}
+				if r.GBps > 0 {
+					fmt.Fprintf(stdout, "  %6.1f GB/s", r.GBps)
+				}
+				fmt.Fprintln(stdout)
+			}
+		}
+	}
+	return status
+}
+
+func set(csv string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range strings.Split(csv, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+// timeIt runs f warmup times, then at least reps times and for at least
+// minTime, and returns each timed repetition's duration in ms.
+func timeIt(f func() error, warmup, reps int, minTime time.Duration) ([]float64, error) {
+	for i := 0; i < warmup; i++ {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	var times []float64
+	start := time.Now()
+	for len(times) < reps || time.Since(start) < minTime {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		times = append(times, float64(time.Since(t0).Nanoseconds())/1e6)
+		if len(times) >= 10000 {
+			break
+		}
+	}
+	return times, nil
+}
+
+func summarize(w workload, m mode, threads int, times []float64) result {
+	s := append([]float64(nil), times...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	r := result{System: "tapegrad", Workload: w.name, Mode: m.name, Threads: threads,
+		Ms: med, MsMin: s[0], MsMax: s[len(s)-1], Reps: len(s), Desc: w.desc}
+	if m.flops > 0 {
+		r.GFlops = m.flops / (med * 1e6)
+	}
+	if m.bytes > 0 {
+		r.GBps = m.bytes / (med * 1e6)
+	}
+	return r
+}

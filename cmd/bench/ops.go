@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// randParam returns a non-trainable parameter of random float32 data.
+// Binding parameters shares their data with the tape (no per-repetition
+// copy), as PyTorch's benchmark reuses its input tensors.
+func randParam(r *rand.Rand, name string, shape ...int) (*autodiff.Param, error) {
+	n, err := tensorx.Numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	d, err := tensorx.New(shape, s)
+	if err != nil {
+		return nil, err
+	}
+	p := &autodiff.Param{Name: name, Data: d, Trainable: false}
+	return p, nil
+}
+
+// parseAttrs builds an op's attrs from TensorFlow names, as the golden
+// files do, so the benchmark does not depend on the attr struct types.
+func parseAttrs(op string, m map[string]any) (any, error) {
+	d, err := registry.Lookup(op)
+	if err != nil {
+		return nil, err
+	}
+	return d.ParseAttrs(m)
+}
+
+func ints(v ...int) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// opModes builds the standard modes of a single-op workload: fwd (forward
+// on a reused tape, nothing recorded) and fwdbwd (forward recorded, then the
+// gradient of a fixed random upstream w.r.t. every float input).
+func opModes(threads int, op string, attrs any, shapes [][]int, outShape []int, flops, bytesFwd, bytesFwdBwd float64) ([]mode, error) {
+	r := rand.New(rand.NewSource(1))
+	var ps []*autodiff.Param
+	for i, s := range shapes {
+		p, err := randParam(r, fmt.Sprintf("in%d", i), s...)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	up, err := randParam(r, "upstream", outShape...)
+	if err != nil {
+		return nil, err
+	}
+	fwdTape := autodiff.NewTape(autodiff.Threads(threads), autodiff.NoGrad())
+	fwd := func() error {
+		fwdTape.Reset()
+		in := make([]autodiff.Value, len(ps))
+		for i, p := range ps {
+			in[i] = fwdTape.Param(p)
+		}
+		fwdTape.Apply(op, attrs, in...)
+		return fwdTape.Err()
+	}
+	bwdTape := autodiff.NewTape(autodiff.Threads(threads))
+	fwdbwd := func() error {
+		bwdTape.Reset()
+		in := make([]autodiff.Value, len(ps))
+		for i, p := range ps {
+			p.Trainable = true
+			in[i] = bwdTape.Param(p)
+		}
+		out := bwdTape.Apply(op, attrs, in...)
+		_, err := bwdTape.Grad(out[:1], in, []autodiff.Value{bwdTape.Param(up)}, autodiff.GradOpts{})
+		return err
+	}
+	// Check the shapes once.
+	if err := fwd(); err != nil {
+		return nil, err
+	}
+	return []mode{
+		{name: "fwd", flops: flops, bytes: bytesFwd, run: fwd},
+		{name: "fwdbwd", flops: 3 * flops, bytes: bytesFwdBwd, run: fwdbwd},
+	}, nil
+}
+
+// singleOp times one op applied to fixed inputs (a backprop kernel alone).
+func singleOp(threads int, name, op string, attrs any, inputs []*tensor.Dense, flops float64) (mode, error) {
+	tp := autodiff.NewTape(autodiff.Threads(threads), autodiff.NoGrad())
+	var ps []*autodiff.Param
+	for i, d := range inputs {
+		ps = append(ps, &autodiff.Param{Name: fmt.Sprint("in", i), Data: d})
+	}
+	f := func() error {
+		tp.Reset()
+		in := make([]autodiff.Value, len(ps))
+		for i, p := range ps {
+			in[i] = tp.Param(p)
+		}
+		tp.Apply(op, attrs, in...)
+		return tp.Err()
+	}
+	if err := f(); err != nil {
+		return mode{}, err
+	}
+	return mode{name: name, flops: flops, run: f}, nil
+}
