@@ -58,25 +58,33 @@ func (e *emitter) Ints(v ...int) registry.Value { return e.t.Ints(v...) }
 
 // nodeView implements registry.Node for one recorded node.
 type nodeView struct {
-	t   *Tape
-	idx int
-	ins []registry.Value
+	t    *Tape
+	idx  int
+	ins  []registry.Value
+	outs []registry.Value
+	hasI bool
+	hasO bool
 }
 
 func (n *nodeView) Op() *registry.OpDef { return n.t.nodes[n.idx].op }
 func (n *nodeView) Attrs() any          { return n.t.nodes[n.idx].attrs }
 
 func (n *nodeView) Inputs() []registry.Value {
-	if n.ins == nil {
+	if !n.hasI {
 		nd := n.t.nodes[n.idx]
-		n.ins = n.t.valuesOf(nd.in0, nd.nin)
+		n.ins = n.t.valuesOf(n.ins[:0], nd.in0, nd.nin)
+		n.hasI = true
 	}
 	return n.ins
 }
 
 func (n *nodeView) Outputs() []registry.Value {
-	nd := n.t.nodes[n.idx]
-	return n.t.valuesOf(nd.out0, nd.nout)
+	if !n.hasO {
+		nd := n.t.nodes[n.idx]
+		n.outs = n.t.valuesOf(n.outs[:0], nd.out0, nd.nout)
+		n.hasO = true
+	}
+	return n.outs
 }
 
 func (n *nodeView) NeedsGrad(i int) bool {
@@ -88,10 +96,9 @@ func (n *nodeView) NeedsGrad(i int) bool {
 	return n.t.marked[id] && isFloat(n.t.vals[id].d.Dtype())
 }
 
-func (t *Tape) valuesOf(start, n int32) []registry.Value {
-	out := make([]registry.Value, n)
-	for i := range out {
-		out[i] = Value{t: t, id: t.ids[start+int32(i)], gen: t.gen}
+func (t *Tape) valuesOf(out []registry.Value, start, n int32) []registry.Value {
+	for i := int32(0); i < n; i++ {
+		out = append(out, Value{t: t, id: t.ids[start+i], gen: t.gen})
 	}
 	return out
 }
@@ -155,7 +162,11 @@ func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value,
 func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []Value, err error) {
 	nvals, nnodes := len(t.vals), len(t.nodes)
 	// marked: values that depend on a source (and so need a gradient).
-	t.marked = append(t.marked[:0], make([]bool, nvals)...)
+	if cap(t.marked) < nvals {
+		t.marked = make([]bool, nvals)
+	}
+	t.marked = t.marked[:nvals]
+	clear(t.marked)
 	minSrc := int32(nvals)
 	for _, s := range sources {
 		if t.vals[s.id].req {
@@ -185,7 +196,8 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	for i := range t.acc {
 		t.acc[i] = t.acc[i][:0]
 	}
-	e := &emitter{t: t, record: create}
+	e := &t.em
+	e.t, e.record = t, create
 	// Seeds.
 	maxNode := -1
 	for i, tv := range targets {
@@ -204,7 +216,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 		t.acc[tv.id] = append(t.acc[tv.id], seed.id)
 		maxNode = max(maxNode, int(t.vals[tv.id].node))
 	}
-	dy := make([]registry.Value, 0, 4)
+	dy := t.dyBuf[:0]
+	nv := &t.nv
+	defer func() { clear(t.dyBuf); clear(nv.ins); clear(nv.outs) }()
 	for ni := maxNode; ni >= 0; ni-- {
 		nd := t.nodes[ni]
 		if t.ids[nd.out0] < minSrc {
@@ -232,7 +246,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 		if t.err != nil {
 			return nil, t.err
 		}
-		grads, err := t.callGrad(e, ni, dy)
+		t.dyBuf = dy
+		nv.t, nv.idx, nv.hasI, nv.hasO = t, ni, false, false
+		grads, err := t.callGrad(e, nv, dy)
 		if err != nil {
 			return nil, err
 		}
@@ -296,8 +312,8 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 
 // callGrad runs the gradient function of node ni, turning a panic into an
 // error.
-func (t *Tape) callGrad(e *emitter, ni int, dy []registry.Value) (grads []registry.Value, err error) {
-	nd := t.nodes[ni]
+func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []registry.Value, err error) {
+	nd := t.nodes[nv.idx]
 	op := nd.op
 	switch op.GradKind() {
 	case registry.GradUnset:
@@ -316,7 +332,6 @@ func (t *Tape) callGrad(e *emitter, ni int, dy []registry.Value) (grads []regist
 			grads, err = nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r)}
 		}
 	}()
-	nv := &nodeView{t: t, idx: ni}
 	grads, err = op.Gradient()(e, nv, dy)
 	if t.err != nil {
 		return nil, t.err
@@ -338,15 +353,17 @@ func (t *Tape) Backward(target Value) error {
 	if t.err != nil {
 		return t.err
 	}
-	var srcs []Value
-	var ps []*Param
+	srcs, ps := t.bwSrcs[:0], t.bwParams[:0]
 	for id := range t.vals {
 		if p := t.vals[id].param; p != nil && t.vals[id].req {
 			srcs = append(srcs, Value{t: t, id: int32(id), gen: t.gen})
 			ps = append(ps, p)
 		}
 	}
-	grads, err := t.Grad([]Value{target}, srcs, nil, GradOpts{})
+	t.bwSrcs, t.bwParams = srcs, ps
+	defer clear(t.bwParams)
+	t.bwTarget[0] = target
+	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
 	if err != nil {
 		return err
 	}

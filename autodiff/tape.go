@@ -55,8 +55,14 @@ type Tape struct {
 	inBuf  []*tensor.Dense
 
 	// backward-pass scratch, reused across passes
-	marked []bool
-	acc    [][]int32
+	marked   []bool
+	acc      [][]int32
+	em       emitter
+	nv       nodeView
+	dyBuf    []registry.Value
+	bwSrcs   []Value
+	bwParams []*Param
+	bwTarget [1]Value
 }
 
 type valRec struct {
