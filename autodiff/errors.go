@@ -67,6 +67,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 // the user's file:line for an error.
 var internalPrefixes = []string{
 	"github.com/tapegrad/tapegrad/autodiff.",
+	"github.com/tapegrad/tapegrad/autodiff/gradcheck.",
 	"github.com/tapegrad/tapegrad/registry.",
 	"github.com/tapegrad/tapegrad/forward.",
 	"github.com/tapegrad/tapegrad/backward.",

@@ -1,6 +1,8 @@
 package forward
 
 import (
+	"math/rand"
+
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
@@ -15,7 +17,7 @@ func init() {
 		return map[tensor.Dtype]registry.Kernel{tensor.Float32: k, tensor.Float64: k, tensor.Int32: k, tensor.Int64: k, tensor.Bool: k}
 	}
 	registry.MustRegister(&registry.OpDef{Name: "Identity", Doc: "y = x (a copy)",
-		Inputs: args("input"), Outputs: args("output"), Kernels: all(copyKernel)})
+		Inputs: args("input"), Outputs: args("output"), Kernels: all(copyKernel), Samples: identitySamples})
 	registry.MustRegister(&registry.OpDef{Name: "StopGradient", Doc: "y = x, and no gradient flows back through it",
 		Inputs: args("input"), Outputs: args("output"), Kernels: all(copyKernel)})
 	registry.MustRegister(&registry.OpDef{Name: "ZerosLike", Doc: "zeros of x's shape and dtype",
@@ -24,7 +26,36 @@ func init() {
 		Inputs: args("x"), Outputs: args("y"), Kernels: all(fillLike(1))})
 	registry.MustRegister(&registry.OpDef{Name: "AddN", Doc: "elementwise sum of one or more tensors of equal shape and dtype",
 		Inputs: []registry.Arg{{Name: "inputs", Variadic: true}}, Outputs: args("sum"),
-		Kernels: floatKernels(addN[float32], addN[float64])})
+		Kernels: floatKernels(addN[float32], addN[float64]), Samples: addNSamples})
+}
+
+func randDense(r *rand.Rand, shape ...int) *tensor.Dense {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = r.NormFloat64()
+	}
+	d, _ := tensorx.New(shape, s)
+	return d
+}
+
+func identitySamples(r *rand.Rand) []registry.Sample {
+	return []registry.Sample{
+		{Name: "scalar", Inputs: []*tensor.Dense{randDense(r)}},
+		{Name: "2x3", Inputs: []*tensor.Dense{randDense(r, 2, 3)}},
+		{Name: "empty", Inputs: []*tensor.Dense{randDense(r, 0, 3)}},
+	}
+}
+
+func addNSamples(r *rand.Rand) []registry.Sample {
+	return []registry.Sample{
+		{Name: "one", Inputs: []*tensor.Dense{randDense(r, 3)}},
+		{Name: "three-2x2", Inputs: []*tensor.Dense{randDense(r, 2, 2), randDense(r, 2, 2), randDense(r, 2, 2)}},
+		{Name: "scalars", Inputs: []*tensor.Dense{randDense(r), randDense(r)}},
+	}
 }
 
 func copyKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {

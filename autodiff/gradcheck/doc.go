@@ -46,7 +46,13 @@
 // CheckSurrogate compares the tape's gradients with a user-supplied rule
 // instead of finite differences, for straight-through estimators and
 // other surrogate gradients that differ from the function's true
-// derivative by design.
+// derivative by design. CheckSurrogateFunc compares them with the finite
+// differences of another function (the clip function whose derivative a
+// fake-quantisation straight-through gradient is).
+//
+// Op, CheckSample and OpSamples connect the checks to the op registry:
+// every op's Samples generator feeds the sweep of cmd/gradcheck and of
+// `go test ./backward`.
 //
 // # Dtypes
 //

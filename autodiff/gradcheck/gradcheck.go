@@ -101,7 +101,8 @@ const (
 	// than Options.NondetTol.
 	Nondeterministic
 	// SurrogateMismatch: the tape's gradient differs from the rule given
-	// to CheckSurrogate.
+	// to CheckSurrogate, or from the finite differences of the surrogate
+	// function given to CheckSurrogateFunc.
 	SurrogateMismatch
 )
 
@@ -147,9 +148,9 @@ type Failure struct {
 	// shape (nil for Fast; into the output's shape for Nondeterministic
 	// outputs).
 	Index []int
-	// Numerical is the reference value: the finite-difference product,
-	// the rule's value (SurrogateMismatch) or the first evaluation
-	// (Nondeterministic).
+	// Numerical is the reference value: the finite-difference product
+	// (of the surrogate function for CheckSurrogateFunc), the rule's value
+	// (CheckSurrogate) or the first evaluation (Nondeterministic).
 	Numerical float64
 	// Analytical is the tape's value (the second evaluation for
 	// Nondeterministic).
@@ -190,11 +191,11 @@ func (f *Failure) Error() string {
 	case Nondeterministic:
 		fmt.Fprintf(&b, ": first %.10g, second %.10g (|diff| %.3g > NondetTol %.3g)", f.Numerical, f.Analytical, diff, f.Tolerance)
 	case SurrogateMismatch:
-		fmt.Fprintf(&b, ": rule %.10g, tape %.10g (|diff| %.3g > tolerance %.3g", f.Numerical, f.Analytical, diff, f.Tolerance)
+		fmt.Fprintf(&b, ": surrogate %.10g, tape %.10g (|diff| %.3g > tolerance %.3g", f.Numerical, f.Analytical, diff, f.Tolerance)
 		if f.Atol == 0 && f.Rtol == 0 {
 			b.WriteString(": exact comparison)")
 		} else {
-			fmt.Fprintf(&b, " = atol %.3g + rtol %.3g·|rule|)", f.Atol, f.Rtol)
+			fmt.Fprintf(&b, " = atol %.3g + rtol %.3g·|surrogate|)", f.Atol, f.Rtol)
 		}
 	default:
 		fmt.Fprintf(&b, ": numerical %.10g, analytical %.10g (|diff| %.3g > tolerance %.3g = atol %.3g + rtol %.3g·|numerical|)",
@@ -811,6 +812,12 @@ func (c *checker) check() error {
 	if err != nil {
 		return err
 	}
+	return c.verify(u, per, joint)
+}
+
+// verify compares the vector-Jacobian products per and joint (see
+// analytical) with finite differences of c's function.
+func (c *checker) verify(u [][]float64, per [][][]float64, joint [][]float64) error {
 	if c.fast {
 		return c.checkFast(u, per, joint)
 	}

@@ -1,8 +1,10 @@
 package gradcheck
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 
 	"gorgonia.org/tensor"
 
@@ -173,4 +175,49 @@ func (c *checker) surrogateFailure(got, ref []float64, in int) *Failure {
 		Atol: c.atol, Rtol: c.rtol, Tolerance: c.atol + c.rtol*math.Abs(ref[worst]),
 		Bad: bad, Total: len(ref)}
 	return fl
+}
+
+// CheckSurrogateFunc compares the tape's gradients of f with the
+// finite-difference gradients of surrogate, a function whose true
+// derivative the surrogate gradient of f is meant to be: for fake
+// quantisation, whose straight-through gradient is the derivative of
+// clipping, surrogate is the clip function. f and surrogate must return
+// outputs of the same dtypes and shapes.
+//
+// Everything else is as in Check (random upstream gradients, full or Fast
+// mode, tolerances, Wrt and Outputs, AllowFloat32); a mismatch is a
+// *Failure of Kind SurrogateMismatch whose Numerical value comes from
+// surrogate and Analytical value from f's tape.
+func CheckSurrogateFunc(f, surrogate Func, inputs []*tensor.Dense, opts Options) error {
+	if f == nil || surrogate == nil {
+		return registry.Errorf(registry.ErrInvalidArgument, "gradcheck: CheckSurrogateFunc needs two functions")
+	}
+	cf, err := newChecker(wrap(f), inputs, opts, 1)
+	if err != nil {
+		return err
+	}
+	cs, err := newChecker(wrap(surrogate), inputs, opts, 1)
+	if err != nil {
+		return fmt.Errorf("gradcheck: surrogate: %w", err)
+	}
+	if cs.nOut != cf.nOut {
+		return registry.Errorf(registry.ErrInvalidArgument, "gradcheck: the function has %d outputs, the surrogate %d", cf.nOut, cs.nOut)
+	}
+	for i := range cf.shape {
+		if cf.dtype[i] != cs.dtype[i] || !tensorx.SameShape(cf.shape[i], cs.shape[i]) {
+			return registry.Errorf(registry.ErrInvalidArgument, "gradcheck: output %d is %v %v, the surrogate's is %v %v", i, cf.dtype[i], cf.shape[i], cs.dtype[i], cs.shape[i])
+		}
+	}
+	u := cf.upstreams()
+	per, joint, err := cf.analytical(u)
+	if err != nil {
+		return err
+	}
+	cs.rng = rand.New(rand.NewSource(opts.Seed ^ 0x5a77))
+	err = cs.verify(u, per, joint)
+	var fl *Failure
+	if errors.As(err, &fl) {
+		fl.Kind = SurrogateMismatch
+	}
+	return err
 }

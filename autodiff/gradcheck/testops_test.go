@@ -241,4 +241,13 @@ func init() {
 			}
 		})})
 	registry.MustNoGradient("gradchecktest.QuantizeGrad", "test op: only first-order checks use it")
+
+	// Clip(x) = clamp(x, lo, hi): the function whose derivative Quantize's
+	// straight-through gradient is.
+	registry.MustRegister(&registry.OpDef{Name: "gradchecktest.Clip", Inputs: args("x"), Outputs: args("y"),
+		Attrs: STEAttrs{}, Kernels: ew(1, func(at any, _ int, x, y []float64) {
+			a := at.(STEAttrs)
+			y[0] = math.Min(math.Max(x[0], a.Lo), a.Hi)
+		})})
+	registry.MustNoGradient("gradchecktest.Clip", "test op: only its finite differences are used")
 }
