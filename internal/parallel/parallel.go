@@ -24,8 +24,12 @@ func For(threads, n, grain int, fn func(lo, hi int)) {
 	if threads > chunks {
 		threads = chunks
 	}
-	// Contiguous, near-equal blocks of whole chunks per worker.
+	// Contiguous, near-equal blocks of whole chunks per worker. A panic in a
+	// worker is re-raised on the caller's goroutine after all workers are
+	// done, so the caller's recover (registry.Run's) sees it.
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var panicked any
 	for w := 1; w < threads; w++ {
 		c0, c1 := chunks*w/threads, chunks*(w+1)/threads
 		lo, hi := c0*grain, min(c1*grain, n)
@@ -35,12 +39,34 @@ func For(threads, n, grain int, fn func(lo, hi int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					mu.Lock()
+					if panicked == nil {
+						panicked = r
+					}
+					mu.Unlock()
+				}
+			}()
 			fn(lo, hi)
 		}()
 	}
-	c1 := chunks / threads
-	fn(0, min(c1*grain, n))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				mu.Lock()
+				if panicked == nil {
+					panicked = r
+				}
+				mu.Unlock()
+			}
+		}()
+		fn(0, min((chunks/threads)*grain, n))
+	}()
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }
 
 // Chunks returns the number of fixed-size chunks of grain iterations that
