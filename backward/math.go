@@ -1,0 +1,244 @@
+package backward
+
+import (
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Gradients of the elementwise math family, as TensorFlow's math_grad.py
+// and nn_grad.py register them, built only from registered ops so that
+// they can be differentiated again. The binary ops reduce the gradient of
+// a broadcast operand back to its shape with sumToShape. The gradient ops
+// (SqrtGrad, ..., Relu6Grad) have their own gradients, so every order
+// works.
+
+func init() {
+	registry.MustSetGradient("AddV2", addGrad)
+	registry.MustSetGradient("Sub", subGrad)
+	registry.MustSetGradient("Mul", mulGrad)
+	registry.MustSetGradient("RealDiv", realDivGrad)
+
+	registry.MustSetGradient("Neg", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
+	})
+	// Square: dy * (2 x).
+	registry.MustSetGradient("Square", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(dy, func(g registry.Value) registry.Value {
+			x := n.Inputs()[0]
+			return op1(e, "Mul", nil, g, op1(e, "Mul", nil, x, e.Scalar(x.Dtype(), 2)))
+		}), nil
+	})
+	// Sqrt, Rsqrt, Sigmoid, Tanh: the gradient op of the output y and dy.
+	for op, gradOp := range map[string]string{"Sqrt": "SqrtGrad", "Rsqrt": "RsqrtGrad", "Sigmoid": "SigmoidGrad", "Tanh": "TanhGrad"} {
+		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+			return unary(dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, n.Outputs()[0], g) }), nil
+		})
+	}
+	// Exp: dy * y.
+	registry.MustSetGradient("Exp", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, n.Outputs()[0]) }), nil
+	})
+	// Log: dy / x (TensorFlow multiplies by Reciprocal(x)).
+	registry.MustSetGradient("Log", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, n.Inputs()[0]) }), nil
+	})
+	// Relu, Relu6: ReluGrad(dy, y) and Relu6Grad(dy, y), with the output as
+	// the features, as current TensorFlow does (same mask as the input's).
+	for op, gradOp := range map[string]string{"Relu": "ReluGrad", "Relu6": "Relu6Grad"} {
+		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+			return unary(dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, g, n.Outputs()[0]) }), nil
+		})
+	}
+
+	registry.MustSetGradient("SqrtGrad", sqrtGradGrad)
+	registry.MustSetGradient("RsqrtGrad", rsqrtGradGrad)
+	registry.MustSetGradient("SigmoidGrad", sigmoidGradGrad)
+	registry.MustSetGradient("TanhGrad", tanhGradGrad)
+	registry.MustSetGradient("ReluGrad", reluGradGrad("ReluGrad"))
+	registry.MustSetGradient("Relu6Grad", reluGradGrad("Relu6Grad"))
+
+	registry.MustSetGradient("BroadcastTo", broadcastToGrad)
+	registry.MustSetGradient("Cast", castGrad)
+	// L2Loss: x * dy (dy is a scalar).
+	registry.MustSetGradient("L2Loss", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, n.Inputs()[0], g) }), nil
+	})
+}
+
+// unary returns the one-input gradient f(dy[0]), or nil if no gradient
+// flows in.
+func unary(dy []registry.Value, f func(g registry.Value) registry.Value) []registry.Value {
+	if dy[0] == nil {
+		return []registry.Value{nil}
+	}
+	return []registry.Value{f(dy[0])}
+}
+
+// binaryGrad builds the gradients of a broadcasting binary op: gx(g) and
+// gy(g) give the gradients at the output's shape, which are then reduced
+// to each input's shape. Only the needed ones are built.
+func binaryGrad(e registry.Emitter, n registry.Node, dy []registry.Value,
+	gx, gy func(g registry.Value) registry.Value) []registry.Value {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out
+	}
+	in := n.Inputs()
+	if n.NeedsGrad(0) {
+		out[0] = sumToShape(e, gx(g), shapeOf(in[0]))
+	}
+	if n.NeedsGrad(1) {
+		out[1] = sumToShape(e, gy(g), shapeOf(in[1]))
+	}
+	return out
+}
+
+func addGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	id := func(g registry.Value) registry.Value { return g }
+	return binaryGrad(e, n, dy, id, id), nil
+}
+
+func subGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	return binaryGrad(e, n, dy,
+		func(g registry.Value) registry.Value { return g },
+		func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
+}
+
+// mulGrad: dx = dy * y, dy_y = x * dy, each summed to its input's shape.
+func mulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	x, y := n.Inputs()[0], n.Inputs()[1]
+	return binaryGrad(e, n, dy,
+		func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, y) },
+		func(g registry.Value) registry.Value { return op1(e, "Mul", nil, x, g) }), nil
+}
+
+// realDivGrad: dx = dy / y, dy_y = dy * ((-x / y) / y).
+func realDivGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	x, y := n.Inputs()[0], n.Inputs()[1]
+	return binaryGrad(e, n, dy,
+		func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, y) },
+		func(g registry.Value) registry.Value {
+			q := op1(e, "RealDiv", nil, op1(e, "RealDiv", nil, op1(e, "Neg", nil, x), y), y)
+			return op1(e, "Mul", nil, g, q)
+		}), nil
+}
+
+// sqrtGradGrad: z = 0.5 * b / a (a = y, b = dy). With ga = g / a:
+// dz/da = -ga * z, dz/db = 0.5 * ga.
+func sqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out, nil
+	}
+	a, z := n.Inputs()[0], n.Outputs()[0]
+	ga := op1(e, "RealDiv", nil, g, a)
+	if n.NeedsGrad(0) {
+		out[0] = op1(e, "Mul", nil, op1(e, "Neg", nil, ga), z)
+	}
+	if n.NeedsGrad(1) {
+		out[1] = op1(e, "Mul", nil, e.Scalar(a.Dtype(), 0.5), ga)
+	}
+	return out, nil
+}
+
+// rsqrtGradGrad: z = -0.5 * b * a^3. dz/da = -1.5 * g * b * a^2,
+// dz/db = RsqrtGrad(a, g).
+func rsqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out, nil
+	}
+	a, b := n.Inputs()[0], n.Inputs()[1]
+	if n.NeedsGrad(0) {
+		t := op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), -1.5), g), b)
+		out[0] = op1(e, "Mul", nil, t, op1(e, "Square", nil, a))
+	}
+	if n.NeedsGrad(1) {
+		out[1] = op1(e, "RsqrtGrad", nil, a, g)
+	}
+	return out, nil
+}
+
+// sigmoidGradGrad: z = b * a * (1 - a). With gb = g * b:
+// dz/da = gb - 2 * gb * a, dz/db = SigmoidGrad(a, g).
+func sigmoidGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out, nil
+	}
+	a, b := n.Inputs()[0], n.Inputs()[1]
+	if n.NeedsGrad(0) {
+		gb := op1(e, "Mul", nil, g, b)
+		out[0] = op1(e, "Sub", nil, gb, op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), 2), gb), a))
+	}
+	if n.NeedsGrad(1) {
+		out[1] = op1(e, "SigmoidGrad", nil, a, g)
+	}
+	return out, nil
+}
+
+// tanhGradGrad: z = b * (1 - a^2). dz/da = g * -2 * b * a,
+// dz/db = TanhGrad(a, g).
+func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out, nil
+	}
+	a, b := n.Inputs()[0], n.Inputs()[1]
+	if n.NeedsGrad(0) {
+		t := op1(e, "Mul", nil, op1(e, "Mul", nil, g, e.Scalar(a.Dtype(), -2)), b)
+		out[0] = op1(e, "Mul", nil, t, a)
+	}
+	if n.NeedsGrad(1) {
+		out[1] = op1(e, "TanhGrad", nil, a, g)
+	}
+	return out, nil
+}
+
+// reluGradGrad returns the gradient of ReluGrad or Relu6Grad (inputs
+// gradients, features): the op is linear in the gradients with the
+// features' mask, and piecewise constant in the features, so
+// (op(g, features), zeros).
+func reluGradGrad(op string) registry.GradFunc {
+	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		out := make([]registry.Value, 2)
+		g := dy[0]
+		if g == nil {
+			return out, nil
+		}
+		f := n.Inputs()[1]
+		if n.NeedsGrad(0) {
+			out[0] = op1(e, op, nil, g, f)
+		}
+		if n.NeedsGrad(1) {
+			out[1] = op1(e, "ZerosLike", nil, f)
+		}
+		return out, nil
+	}
+}
+
+// broadcastToGrad sums the gradient back to the input's shape; the shape
+// input gets none.
+func broadcastToGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	if dy[0] != nil && n.NeedsGrad(0) {
+		out[0] = sumToShape(e, dy[0], shapeOf(n.Inputs()[0]))
+	}
+	return out, nil
+}
+
+// castGrad casts the gradient back to the input's dtype when both dtypes
+// are floating; otherwise there is no gradient (TensorFlow's _CastGrad).
+func castGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	g := dy[0]
+	src := n.Inputs()[0].Dtype()
+	if g == nil || !isFloat(src) || !isFloat(g.Dtype()) || !n.NeedsGrad(0) {
+		return []registry.Value{nil}, nil
+	}
+	return []registry.Value{op1(e, "Cast", forward.CastAttrs{DstT: src}, g)}, nil
+}
