@@ -53,6 +53,9 @@ func LogSoftmax(x Value) Value {
 // the per-row loss -Σ labels·log softmax(logits) of shape [batch] and
 // backprop = softmax(logits) - labels of shape [batch, classes]. Both
 // outputs are differentiable, with respect to the logits and the labels.
+// As in TensorFlow, the gradient with respect to the logits is
+// grad_loss·backprop, the derivative of the loss only when every row of
+// labels sums to 1.
 func SoftmaxCrossEntropy(logits, labels Value) (loss, backprop Value) {
 	out := smApply(opSoftmaxXent, logits, labels)
 	return out[0], out[1]

@@ -1,5 +1,3 @@
-//go:build wip_h3
-
 package autodiff_test
 
 import (
