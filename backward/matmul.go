@@ -1,0 +1,97 @@
+package backward
+
+import (
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Gradients of MatMul (math_grad.py) and of BiasAdd and BiasAddGrad
+// (nn_grad.py), as TensorFlow registers them.
+
+func init() {
+	registry.MustSetGradient("MatMul", mmMatMulGrad)
+	registry.MustSetGradient("BiasAdd", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		if dy[0] == nil {
+			return make([]registry.Value, 2), nil
+		}
+		out := make([]registry.Value, 2)
+		if n.NeedsGrad(0) {
+			out[0] = dy[0]
+		}
+		if n.NeedsGrad(1) {
+			out[1] = op1(e, "BiasAddGrad", n.Attrs(), dy[0])
+		}
+		return out, nil
+	})
+	registry.MustSetGradient("BiasAddGrad", mmBiasAddGradGrad)
+}
+
+// mmMatMulGrad: for c = op(a)·op(b) with upstream g,
+//
+//	no transposes:  da = g·bᵀ        db = aᵀ·g
+//	transpose_b:    da = g·b         db = gᵀ·a
+//	transpose_a:    da = b·gᵀ        db = a·g
+//	both:           da = bᵀ·gᵀ       db = gᵀ·aᵀ
+func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := make([]registry.Value, 2)
+	g := dy[0]
+	if g == nil {
+		return out, nil
+	}
+	at := n.Attrs().(forward.MatMulAttrs)
+	a, b := n.Inputs()[0], n.Inputs()[1]
+	mm := func(x, y registry.Value, ta, tb bool) registry.Value {
+		return op1(e, "MatMul", forward.MatMulAttrs{TransposeA: ta, TransposeB: tb}, x, y)
+	}
+	ta, tb := at.TransposeA, at.TransposeB
+	if n.NeedsGrad(0) {
+		switch {
+		case !ta && !tb:
+			out[0] = mm(g, b, false, true)
+		case !ta && tb:
+			out[0] = mm(g, b, false, false)
+		case ta && !tb:
+			out[0] = mm(b, g, false, true)
+		default:
+			out[0] = mm(b, g, true, true)
+		}
+	}
+	if n.NeedsGrad(1) {
+		switch {
+		case !ta && !tb:
+			out[1] = mm(a, g, true, false)
+		case !ta && tb:
+			out[1] = mm(g, a, true, false)
+		case ta && !tb:
+			out[1] = mm(a, g, false, false)
+		default:
+			out[1] = mm(g, a, true, true)
+		}
+	}
+	return out, nil
+}
+
+// mmBiasAddGradGrad is TensorFlow's _BiasAddGradGrad: BiasAddGrad is
+// linear, so the gradient of its input is the upstream gradient (one value
+// per channel) broadcast over the input's other dimensions.
+func mmBiasAddGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	if dy[0] == nil || !n.NeedsGrad(0) {
+		return make([]registry.Value, 1), nil
+	}
+	xs := shapeOf(n.Inputs()[0])
+	at := n.Attrs().(forward.BiasAddAttrs)
+	expanded := make([]int, len(xs))
+	for i := range expanded {
+		expanded[i] = 1
+	}
+	cd := len(xs) - 1
+	if at.DataFormat == "NCHW" {
+		cd = 1
+	}
+	expanded[cd] = xs[cd]
+	g := op1(e, "Reshape", nil, dy[0], e.Ints(expanded...))
+	if !bcSameShape(expanded, xs) {
+		g = op1(e, "BroadcastTo", nil, g, e.Ints(xs...))
+	}
+	return only(1, 0, g), nil
+}

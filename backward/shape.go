@@ -1,0 +1,54 @@
+package backward
+
+import (
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Gradients of the shape ops, as TensorFlow registers them in
+// array_grad.py: Reshape reshapes the upstream gradient back to the
+// input's shape, Transpose transposes it by the inverse permutation, Fill
+// sums it into the value. The integer shape/perm/dims inputs get none.
+
+func init() {
+	registry.MustSetGradient("Reshape", shpReshapeGrad)
+	registry.MustSetGradient("Transpose", shpTransposeGrad)
+	registry.MustSetGradient("Fill", shpFillGrad)
+	registry.MustNotDifferentiable("InvertPermutation")
+}
+
+func shpReshapeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	if dy[0] == nil || !n.NeedsGrad(0) {
+		return make([]registry.Value, 2), nil
+	}
+	x := n.Inputs()[0]
+	return only(2, 0, op1(e, "Reshape", nil, dy[0], e.Ints(shapeOf(x)...))), nil
+}
+
+func shpTransposeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	if dy[0] == nil || !n.NeedsGrad(0) {
+		return make([]registry.Value, 2), nil
+	}
+	// The permutation is data, which gradient code never reads: its
+	// inverse is computed by an op, as TensorFlow does.
+	inv := op1(e, "InvertPermutation", nil, n.Inputs()[1])
+	return only(2, 0, op1(e, "Transpose", nil, dy[0], inv)), nil
+}
+
+func shpFillGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	if dy[0] == nil || !n.NeedsGrad(1) {
+		return make([]registry.Value, 2), nil
+	}
+	g := dy[0]
+	if r := len(g.Shape()); r > 0 {
+		axes := make([]int, r)
+		for i := range axes {
+			axes[i] = i
+		}
+		g = op1(e, "Sum", nil, g, e.Ints(axes...))
+	}
+	// TensorFlow also accepts a one-element vector as the value.
+	if v := n.Inputs()[1]; len(v.Shape()) != 0 {
+		g = op1(e, "Reshape", nil, g, e.Ints(shapeOf(v)...))
+	}
+	return only(2, 1, g), nil
+}

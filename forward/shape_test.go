@@ -1,0 +1,438 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// shpNaNAlloc hands out buffers filled with NaN (floats) or a sentinel
+// (integers), so kernels that do not write every output element fail.
+type shpNaNAlloc struct{}
+
+func (shpNaNAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	d, err := tensorx.Zeros(dt, shape)
+	if err != nil || zeroed {
+		return d, err
+	}
+	switch dt {
+	case tensor.Float32:
+		for i := range d.Float32s() {
+			d.Float32s()[i] = float32(math.NaN())
+		}
+	case tensor.Float64:
+		for i := range d.Float64s() {
+			d.Float64s()[i] = math.NaN()
+		}
+	case tensor.Int32:
+		for i := range d.Int32s() {
+			d.Int32s()[i] = -0x5a5a5a5a
+		}
+	case tensor.Int64:
+		for i := range d.Int64s() {
+			d.Int64s()[i] = -0x5a5a5a5a5a5a5a5a
+		}
+	case tensor.Bool:
+		for i := range d.Bools() {
+			d.Bools()[i] = true
+		}
+	}
+	return d, nil
+}
+
+func (shpNaNAlloc) Release(*tensor.Dense) {}
+
+// shpRun runs a registered op with a NaN-poisoning allocator.
+func shpRun(op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
+	d, err := registry.Lookup(op)
+	if err != nil {
+		return nil, err
+	}
+	kc := &registry.KernelCtx{Alloc: shpNaNAlloc{}, Threads: threads}
+	return registry.Run(d, kc, attrs, in)
+}
+
+// shpRun1 runs op and fails the test on error.
+func shpRun1(t *testing.T, op string, attrs any, threads int, in ...*tensor.Dense) *tensor.Dense {
+	t.Helper()
+	out, err := shpRun(op, attrs, threads, in...)
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	return out[0]
+}
+
+// shpWantErr checks that err wraps kind and mentions every fragment.
+func shpWantErr(t *testing.T, err error, kind error, frags ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %v containing %q", kind, frags)
+	}
+	if !errors.Is(err, kind) {
+		t.Fatalf("error %q does not wrap %v", err, kind)
+	}
+	for _, f := range frags {
+		if !strings.Contains(err.Error(), f) {
+			t.Fatalf("error %q does not contain %q", err, f)
+		}
+	}
+}
+
+// shpTo32 converts a float64 tensor to float32.
+func shpTo32(d *tensor.Dense) *tensor.Dense {
+	s := d.Float64s()
+	o := make([]float32, len(s))
+	for i, v := range s {
+		o[i] = float32(v)
+	}
+	return shpMust(tensorx.New(d.Shape(), o))
+}
+
+// shpF64 returns a float tensor's data as float64.
+func shpF64(t *testing.T, d *tensor.Dense) []float64 {
+	t.Helper()
+	v, err := tensorx.Float64s(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// shpClose compares got with want elementwise (NaN equal to NaN).
+func shpClose(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if math.IsNaN(w) && math.IsNaN(g) {
+			continue
+		}
+		if math.IsNaN(g) || math.Abs(g-w) > tol*(1+math.Abs(w)) {
+			t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
+		}
+	}
+}
+
+func shpSameShape(t *testing.T, what string, got *tensor.Dense, want []int) {
+	t.Helper()
+	if !tensorx.SameShape(got.Shape(), want) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want)
+	}
+}
+
+// shpStrides returns row-major strides.
+func shpStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	s := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= shape[i]
+	}
+	return st
+}
+
+// shpPerms returns every permutation of 0..n-1.
+func shpPerms(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range shpPerms(n - 1) {
+		for i := 0; i <= len(p); i++ {
+			q := append(append(append([]int{}, p[:i]...), n-1), p[i:]...)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// shpRandShape returns a random shape of the given rank with sizes in
+// 1..maxDim (and size 1 often, to exercise the simplifications).
+func shpRandShape(r *rand.Rand, rank, maxDim int) []int {
+	s := make([]int, rank)
+	for i := range s {
+		if r.Intn(4) == 0 {
+			s[i] = 1
+		} else {
+			s[i] = 1 + r.Intn(maxDim)
+		}
+	}
+	return s
+}
+
+func TestReshape(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	cases := []struct {
+		in, shape, want []int
+	}{
+		{[]int{2, 3, 4}, []int{4, -1}, []int{4, 6}},
+		{[]int{2, 3, 4}, []int{-1}, []int{24}},
+		{[]int{6}, []int{2, 3}, []int{2, 3}},
+		{[]int{}, []int{1, 1}, []int{1, 1}},
+		{[]int{1, 1}, []int{}, []int{}},
+		{[]int{0, 3}, []int{3, 0}, []int{3, 0}},
+		{[]int{0, 3}, []int{-1, 0}, []int{3, 0}},       // zero sizes skipped: -1 inferred from the rest
+		{[]int{0, 4}, []int{2, -1, 0}, []int{2, 2, 0}}, // 4 / 2
+		{[]int{0}, []int{5, -1}, []int{5, 0}},
+		{[]int{3, 1, 2}, []int{-1, 1}, []int{6, 1}},
+	}
+	for _, c := range cases {
+		x := shpNormal(r, c.in...)
+		for _, mk := range []func(...int) *tensor.Dense{shpInt32s, shpInt64s} {
+			for _, conv := range []bool{false, true} {
+				xx := x
+				if conv {
+					xx = shpTo32(x)
+				}
+				out := shpRun1(t, "Reshape", nil, 1, xx, mk(c.shape...))
+				shpSameShape(t, fmt.Sprint("Reshape", c.in, c.shape), out, c.want)
+				shpClose(t, "Reshape", shpF64(t, out), shpF64(t, xx), 0)
+			}
+		}
+	}
+	// Integer and bool tensors, and a scalar shape input (TF's legacy form).
+	xi := shpMust(tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4}))
+	out := shpRun1(t, "Reshape", nil, 1, xi, shpInt32s(4))
+	if got := out.Int32s(); fmt.Sprint(got) != "[1 2 3 4]" || out.Dtype() != tensor.Int32 {
+		t.Fatalf("int32 reshape = %v", got)
+	}
+	xb := shpMust(tensorx.New([]int{2}, []bool{true, false}))
+	out = shpRun1(t, "Reshape", nil, 1, xb, shpInt32Scalar(2))
+	if got := out.Bools(); !got[0] || got[1] {
+		t.Fatalf("bool reshape = %v", got)
+	}
+	// The output is a copy.
+	x := shpNormal(r, 4)
+	out = shpRun1(t, "Reshape", nil, 1, x, shpInt32s(2, 2))
+	out.Float64s()[0] = 42
+	if x.Float64s()[0] == 42 {
+		t.Fatal("Reshape output aliases its input")
+	}
+}
+
+func TestReshapeErrors(t *testing.T) {
+	x := shpNormal(rand.New(rand.NewSource(2)), 2, 3)
+	cases := []struct {
+		shape *tensor.Dense
+		kind  error
+		frag  string
+	}{
+		{shpInt32s(-1, -1), registry.ErrInvalidArgument, "Only one input size may be -1, not both 0 and 1"},
+		{shpInt32s(2, -2), registry.ErrInvalidArgument, "Size 1 must be non-negative, not -2"},
+		{shpInt32s(4, 2), registry.ErrInvalidArgument, "Input to reshape is a tensor with 6 values, but the requested shape has 8"},
+		{shpInt32s(4, -1), registry.ErrInvalidArgument, "Input to reshape is a tensor with 6 values, but the requested shape requires a multiple of 4"},
+		{shpInt32s(0, -1), registry.ErrInvalidArgument, "Input to reshape is a tensor with 6 values, but the requested shape has 0"},
+		{shpMust(tensorx.New([]int{1, 2}, []int32{2, 3})), registry.ErrShape, "sizes input must be 1-D, not [1,2]"},
+		{shpNormal(rand.New(rand.NewSource(3)), 2), registry.ErrDtype, "Reshape"},
+	}
+	for _, c := range cases {
+		_, err := shpRun("Reshape", nil, 1, x, c.shape)
+		shpWantErr(t, err, c.kind, "Reshape", c.frag)
+	}
+}
+
+// shpNaiveTranspose transposes in float64 by index arithmetic.
+func shpNaiveTranspose(x []float64, shape, perm []int) []float64 {
+	out := make([]float64, len(x))
+	os := make([]int, len(perm))
+	for i, a := range perm {
+		os[i] = shape[a]
+	}
+	ist := shpStrides(shape)
+	ost := shpStrides(os)
+	for o := range out {
+		src := 0
+		for i := range os {
+			idx := o / ost[i] % os[i]
+			src += idx * ist[perm[i]]
+		}
+		out[o] = x[src]
+	}
+	return out
+}
+
+func TestTranspose(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	shapes := [][]int{{}, {5}, {3, 4}, {1, 7}, {2, 3, 4}, {2, 1, 3}, {3, 1, 1, 2}, {2, 3, 4, 5}, {2, 0, 3}, {1, 1, 1}}
+	for i := 0; i < 6; i++ {
+		shapes = append(shapes, shpRandShape(r, 1+r.Intn(4), 5))
+	}
+	for _, s := range shapes {
+		x := shpNormal(r, s...)
+		for _, perm := range shpPerms(len(s)) {
+			want := shpNaiveTranspose(x.Float64s(), s, perm)
+			wantShape := make([]int, len(perm))
+			for i, a := range perm {
+				wantShape[i] = s[a]
+			}
+			for _, threads := range []int{1, 3} {
+				name := fmt.Sprintf("Transpose %v perm %v threads %d", s, perm, threads)
+				out := shpRun1(t, "Transpose", nil, threads, x, shpInt32s(perm...))
+				shpSameShape(t, name, out, wantShape)
+				shpClose(t, name, out.Float64s(), want, 0)
+				out32 := shpRun1(t, "Transpose", nil, threads, shpTo32(x), shpInt64s(perm...))
+				shpClose(t, name+" float32", shpF64(t, out32), shpF64(t, shpMust(tensorx.New(wantShape, want))), 1e-7)
+			}
+		}
+	}
+}
+
+// TestTransposeLarge covers the tiled path and the general strided path
+// on sizes that are not multiples of the tile, with several threads.
+func TestTransposeLarge(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	cases := []struct{ shape, perm []int }{
+		{[]int{67, 45}, []int{1, 0}},
+		{[]int{3, 70, 33}, []int{0, 2, 1}},
+		{[]int{4, 9, 11, 40}, []int{0, 3, 1, 2}}, // NHWC -> NCHW
+		{[]int{4, 40, 9, 11}, []int{0, 2, 3, 1}}, // NCHW -> NHWC
+		{[]int{5, 6, 7, 8}, []int{3, 1, 0, 2}},
+		{[]int{130, 129}, []int{1, 0}},
+	}
+	for _, c := range cases {
+		x := shpNormal(r, c.shape...)
+		want := shpNaiveTranspose(x.Float64s(), c.shape, c.perm)
+		for _, threads := range []int{1, 2, 4} {
+			out := shpRun1(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))
+			shpClose(t, fmt.Sprint(c.shape, c.perm, threads), out.Float64s(), want, 0)
+		}
+	}
+	// Integer and bool element types share the generic kernel.
+	xi := shpMust(tensorx.New([]int{2, 3}, []int64{1, 2, 3, 4, 5, 6}))
+	out := shpRun1(t, "Transpose", nil, 1, xi, shpInt32s(1, 0))
+	if fmt.Sprint(out.Int64s()) != "[1 4 2 5 3 6]" {
+		t.Fatalf("int64 transpose = %v", out.Int64s())
+	}
+	xb := shpMust(tensorx.New([]int{2, 2}, []bool{true, true, false, false}))
+	out = shpRun1(t, "Transpose", nil, 1, xb, shpInt32s(1, 0))
+	if fmt.Sprint(out.Bools()) != "[true false true false]" {
+		t.Fatalf("bool transpose = %v", out.Bools())
+	}
+}
+
+func TestTransposeErrors(t *testing.T) {
+	x := shpNormal(rand.New(rand.NewSource(6)), 2, 3, 4)
+	cases := []struct {
+		perm *tensor.Dense
+		kind error
+		frag string
+	}{
+		{shpInt32s(0, 1), registry.ErrInvalidArgument, "transpose expects a vector of size 3. But input(1) is a vector of size 2"},
+		{shpInt32s(0, 1, 3), registry.ErrInvalidArgument, "3 is out of range [0 .. 3)"},
+		{shpInt32s(0, -1, 2), registry.ErrInvalidArgument, "-1 is out of range [0 .. 3)"},
+		{shpInt32s(0, 1, 1), registry.ErrInvalidArgument, "2 is missing from {0,1,1}."},
+		{shpMust(tensorx.New([]int{1, 3}, []int32{0, 1, 2})), registry.ErrShape, "perm must be rank 1, got shape [1,3]"},
+		{shpNormal(rand.New(rand.NewSource(7)), 3), registry.ErrDtype, "Transpose"},
+	}
+	for _, c := range cases {
+		_, err := shpRun("Transpose", nil, 1, x, c.perm)
+		shpWantErr(t, err, c.kind, "Transpose", c.frag)
+	}
+}
+
+func TestFill(t *testing.T) {
+	for _, dims := range [][]int{{2, 3}, {}, {4, 0}, {1, 5, 1}} {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		for _, mk := range []func(...int) *tensor.Dense{shpInt32s, shpInt64s} {
+			v := shpMust(tensorx.New(nil, []float64{2.5}))
+			out := shpRun1(t, "Fill", nil, 2, mk(dims...), v)
+			shpSameShape(t, "Fill", out, dims)
+			want := make([]float64, n)
+			for i := range want {
+				want[i] = 2.5
+			}
+			shpClose(t, "Fill", out.Float64s(), want, 0)
+			out = shpRun1(t, "Fill", nil, 1, mk(dims...), shpMust(tensorx.New([]int{1}, []float32{-1.5})))
+			if out.Dtype() != tensor.Float32 {
+				t.Fatalf("Fill dtype %v", out.Dtype())
+			}
+			for i := range want {
+				want[i] = -1.5
+			}
+			shpClose(t, "Fill float32", shpF64(t, out), want, 0)
+		}
+	}
+	out := shpRun1(t, "Fill", nil, 1, shpInt32s(3), shpMust(tensorx.New(nil, []int64{7})))
+	if fmt.Sprint(out.Int64s()) != "[7 7 7]" {
+		t.Fatalf("int64 Fill = %v", out.Int64s())
+	}
+	out = shpRun1(t, "Fill", nil, 1, shpInt32Scalar(2), shpMust(tensorx.New(nil, []bool{false})))
+	if fmt.Sprint(out.Bools()) != "[false false]" {
+		t.Fatalf("bool Fill = %v", out.Bools())
+	}
+	out = shpRun1(t, "Fill", nil, 1, shpInt32s(2), shpMust(tensorx.New(nil, []int32{-3})))
+	if fmt.Sprint(out.Int32s()) != "[-3 -3]" {
+		t.Fatalf("int32 Fill = %v", out.Int32s())
+	}
+}
+
+func TestFillErrors(t *testing.T) {
+	v := shpMust(tensorx.New(nil, []float64{1}))
+	cases := []struct {
+		dims, value *tensor.Dense
+		kind        error
+		frag        string
+	}{
+		{shpInt32s(2, -1), v, registry.ErrInvalidArgument, "Dimension -1 must be >= 0"},
+		{shpMust(tensorx.New([]int{1, 2}, []int32{1, 2})), v, registry.ErrShape, "dims must represent a vector, got shape [1,2]"},
+		{shpInt32s(2), shpMust(tensorx.New([]int{2}, []float64{1, 2})), registry.ErrShape, "value must represent a scalar, got shape [2]"},
+		{shpNormal(rand.New(rand.NewSource(8)), 2), v, registry.ErrDtype, "Fill"},
+	}
+	for _, c := range cases {
+		_, err := shpRun("Fill", nil, 1, c.dims, c.value)
+		shpWantErr(t, err, c.kind, "Fill", c.frag)
+	}
+}
+
+func TestInvertPermutation(t *testing.T) {
+	out := shpRun1(t, "InvertPermutation", nil, 1, shpInt32s(2, 0, 3, 1))
+	if fmt.Sprint(out.Int32s()) != "[1 3 0 2]" {
+		t.Fatalf("InvertPermutation = %v", out.Int32s())
+	}
+	out = shpRun1(t, "InvertPermutation", nil, 1, shpInt64s())
+	if len(out.Int64s()) != 0 {
+		t.Fatalf("empty InvertPermutation = %v", out.Int64s())
+	}
+	_, err := shpRun("InvertPermutation", nil, 1, shpInt32s(0, 2))
+	shpWantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "2 is not between 0 and 2")
+	_, err = shpRun("InvertPermutation", nil, 1, shpInt32s(1, 1))
+	shpWantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "1 is duplicated in the input.")
+	_, err = shpRun("InvertPermutation", nil, 1, shpInt32Scalar(0))
+	shpWantErr(t, err, registry.ErrShape, "InvertPermutation", "1D vector")
+}
+
+// TestShapeSamples runs every sample generator of this family through its
+// op, so a generator producing invalid inputs fails here.
+func TestShapeSamples(t *testing.T) {
+	for _, op := range []string{"Reshape", "Transpose", "Fill", "Sum", "Mean", "MatMul", "BiasAdd", "BiasAddGrad"} {
+		d, err := registry.Lookup(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Samples == nil {
+			t.Fatalf("%s has no sample generator", op)
+		}
+		ss := d.Samples(rand.New(rand.NewSource(9)))
+		if len(ss) < 3 {
+			t.Fatalf("%s: only %d samples", op, len(ss))
+		}
+		for _, s := range ss {
+			if _, err := shpRun(op, s.Attrs, 1, s.Inputs...); err != nil {
+				t.Errorf("%s sample %s: %v", op, s.Name, err)
+			}
+		}
+	}
+}
