@@ -1,0 +1,880 @@
+package forward
+
+import (
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/gemm"
+	"github.com/tapegrad/tapegrad/internal/parallel"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Conv2D family: Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter with
+// TensorFlow's names, argument order, attrs and validation
+// (spec/conv2d.md). The kernels implement the device-independent semantics
+// (what TensorFlow's GPU kernels accept): both data formats, dilations and
+// grouped convolution (input depth a multiple of the filter's in_channels)
+// in all three ops, and SAME/VALID/EXPLICIT padding. TensorFlow's CPU-only
+// refusals (NCHW, dilated or grouped backprops) are not reproduced.
+//
+// Computation: NHWC im2col + GEMM (internal/gemm). An im2col row holds the
+// receptive field of one output position in filter order [kh, kw, cf], so
+// the filter [KH, KW, Cf, O] is the GEMM's right-hand matrix as stored;
+// group g uses input channels g·Cf.. and filter/output columns g·Og.. .
+// 1x1 stride-1 unpadded convolutions and "filter covers the whole input"
+// convolutions skip im2col and multiply the input directly.
+// Conv2DBackpropInput with unit strides is a forward convolution of dy with
+// the flipped, transposed filter; with larger strides it computes
+// dy·filterᵀ into im2col rows and scatters them back (col2im).
+// Conv2DBackpropFilter computes im2col(x)ᵀ·dy. NCHW tensors are transposed
+// to NHWC scratch and back. Empty tensors follow TensorFlow's kernels: an
+// empty output is returned as is, and an output that only padding (or an
+// empty out_backprop / input) reaches is all zeros.
+//
+// Output positions are processed in chunks whose bounds depend only on the
+// shapes (bounding the im2col buffer), spread over up to convMaxWorkers
+// goroutines; the filter gradient sums per-chunk partials in chunk order
+// in float64. Results are bit-identical for any thread count.
+
+// Conv2DAttrs are the attributes of Conv2D, Conv2DBackpropInput and
+// Conv2DBackpropFilter (TensorFlow's names and defaults).
+type Conv2DAttrs struct {
+	// Strides are the window strides, 4 values in data_format order; the
+	// batch and depth entries must be 1. Required.
+	Strides []int `tf:"strides"`
+	// UseCudnnOnGPU is accepted for compatibility and has no effect
+	// (default true).
+	UseCudnnOnGPU *bool `tf:"use_cudnn_on_gpu" default:"true"`
+	// Padding is "SAME", "VALID" or "EXPLICIT". Required.
+	Padding string `tf:"padding" allowed:"SAME,VALID,EXPLICIT"`
+	// ExplicitPaddings are the (before, after) paddings of the 4 axes in
+	// data_format order, 8 values, used only with Padding "EXPLICIT"; the
+	// batch and depth pairs must be 0.
+	ExplicitPaddings []int `tf:"explicit_paddings"`
+	// DataFormat is "NHWC" (default) or "NCHW".
+	DataFormat string `tf:"data_format" default:"NHWC" allowed:"NHWC,NCHW"`
+	// Dilations are the filter dilation rates, 4 values in data_format
+	// order (default [1,1,1,1]); the batch and depth entries must be 1.
+	Dilations []int `tf:"dilations" default:"[1,1,1,1]"`
+}
+
+func init() {
+	registry.MustRegister(&registry.OpDef{
+		Name: "Conv2D",
+		Doc: "2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,Cf,O]; " +
+			"grouped when C is a multiple of Cf",
+		Inputs:  args("input", "filter"),
+		Outputs: args("output"),
+		Attrs:   Conv2DAttrs{},
+		Kernels: floatKernels(conv2DKernel[float32], conv2DKernel[float64]),
+		Samples: conv2DSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: "Conv2DBackpropInput",
+		Doc: "gradient of Conv2D with respect to its input: input_sizes (int32/int64, 4 values or [H, W]), " +
+			"filter, out_backprop",
+		Inputs:    args("input_sizes", "filter", "out_backprop"),
+		Outputs:   args("output"),
+		Attrs:     Conv2DAttrs{},
+		TypeInput: 1,
+		Kernels:   floatKernels(conv2DBackpropInputKernel[float32], conv2DBackpropInputKernel[float64]),
+		Samples:   conv2DBackpropInputSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: "Conv2DBackpropFilter",
+		Doc: "gradient of Conv2D with respect to its filter: input, filter_sizes (int32/int64, 4 values), " +
+			"out_backprop",
+		Inputs:  args("input", "filter_sizes", "out_backprop"),
+		Outputs: args("output"),
+		Attrs:   Conv2DAttrs{},
+		Kernels: floatKernels(conv2DBackpropFilterKernel[float32], conv2DBackpropFilterKernel[float64]),
+		Samples: conv2DBackpropFilterSamples,
+	})
+}
+
+// convGemm is the matrix multiply behind the conv kernels (row-major,
+// C = alpha*op(A)*op(B) + beta*C); see internal/gemm.
+func convGemm[T tensorx.Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, threads int) {
+	gemm.Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads)
+}
+
+// conv2DGeom is the validated geometry of one Conv2D problem, in NHWC
+// names whatever the layout.
+type conv2DGeom struct {
+	n, h, w, c     int // input
+	kh, kw, cf, o  int // filter
+	g, og          int // groups (c / cf) and output channels per group
+	oh, ow         int // output spatial size
+	sh, sw, dh, dw int // strides, dilations
+	pt, pb, pl, pr int // paddings: top, bottom, left, right
+	layout         convLayout
+}
+
+// kcol is the length of an im2col row (and the filter's rows as a matrix).
+func (g *conv2DGeom) kcol() int { return g.kh * g.kw * g.cf }
+
+func (g *conv2DGeom) inShape() []int  { return g.layout.shape(g.n, g.h, g.w, g.c) }
+func (g *conv2DGeom) outShape() []int { return g.layout.shape(g.n, g.oh, g.ow, g.o) }
+
+// direct reports whether the input can serve as the im2col matrix as it
+// is, and its row stride: 1x1 filters with stride 1 and no padding (one row
+// per pixel), or, without groups, a filter covering the whole unpadded
+// input with a 1x1 output (one row per image).
+func (g *conv2DGeom) direct() (lda int, ok bool) {
+	if g.pt != 0 || g.pb != 0 || g.pl != 0 || g.pr != 0 {
+		return 0, false
+	}
+	if g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 {
+		return g.c, true
+	}
+	if g.g == 1 && g.kh == g.h && g.kw == g.w && g.dh == 1 && g.dw == 1 && g.oh == 1 && g.ow == 1 {
+		return g.h * g.w * g.c, true
+	}
+	return 0, false
+}
+
+// conv2DWindow validates the attrs of any op of the family.
+func conv2DWindow(op string, attrs any, batchDepthKind error) (convWindow, error) {
+	a, ok := attrs.(Conv2DAttrs)
+	if !ok {
+		return convWindow{}, registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be forward.Conv2DAttrs, got %T", op, attrs)
+	}
+	return convParseWindow(op, a.Strides, a.Dilations, a.Padding, a.ExplicitPaddings, a.DataFormat, batchDepthKind)
+}
+
+// conv2DCheckDims rejects dimensions TensorFlow cannot index with 32-bit
+// ints.
+func conv2DCheckDims(op string, l convLayout, what string, s []int) error {
+	names := [4]string{}
+	names[l.n], names[l.h], names[l.w], names[l.c] = "batch", "rows", "cols", "depth"
+	for i, v := range s {
+		if err := convCheckFits(op, what+" "+names[i], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// conv2DForwardGeom checks Conv2D's input and filter shapes against the
+// window and computes the output geometry (TensorFlow's
+// ComputeConv2DDimension, plus the group check of its shape inference).
+func conv2DForwardGeom(op string, win convWindow, xs, fs []int) (conv2DGeom, error) {
+	g := conv2DGeom{layout: win.layout, sh: win.sh, sw: win.sw, dh: win.dh, dw: win.dw}
+	if len(xs) != 4 {
+		return g, registry.Errorf(registry.ErrShape, "%s: convolution input must be 4-dimensional: %v", op, xs)
+	}
+	if len(fs) != 4 {
+		return g, registry.Errorf(registry.ErrShape, "%s: convolution filter must be 4-dimensional: %v", op, fs)
+	}
+	l := win.layout
+	for i := 0; i < 4; i++ {
+		if err := convCheckFits(op, "filter", fs[i]); err != nil {
+			return g, err
+		}
+	}
+	if err := conv2DCheckDims(op, l, "Input", xs); err != nil {
+		return g, err
+	}
+	g.n, g.h, g.w, g.c = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
+	g.kh, g.kw, g.cf, g.o = fs[0], fs[1], fs[2], fs[3]
+	if g.cf <= 0 {
+		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: filter depth must be stricly positive, got %d", op, g.cf)
+	}
+	if g.c%g.cf != 0 {
+		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.c, g.cf)
+	}
+	if err := conv2DGroups(op, &g); err != nil {
+		return g, err
+	}
+	return g, conv2DSpatial(op, win, &g)
+}
+
+// conv2DGroups sets the group count and checks that the output depth
+// divides into the groups.
+func conv2DGroups(op string, g *conv2DGeom) error {
+	g.g = g.c / g.cf
+	if g.g > 0 {
+		if g.o%g.g != 0 {
+			return registry.Errorf(registry.ErrInvalidArgument, "%s: output depth must be evenly divisible by number of groups: %d vs %d", op, g.o, g.g)
+		}
+		g.og = g.o / g.g
+	}
+	return nil
+}
+
+// conv2DSpatial computes the output size and paddings of both spatial axes.
+func conv2DSpatial(op string, win convWindow, g *conv2DGeom) error {
+	var err error
+	if g.oh, g.pt, g.pb, err = convOutputSize(op, g.h, g.kh, g.dh, g.sh, win.padding, win.pt, win.pb); err != nil {
+		return err
+	}
+	g.ow, g.pl, g.pr, err = convOutputSize(op, g.w, g.kw, g.dw, g.sw, win.padding, win.pl, win.pr)
+	return err
+}
+
+// conv2DBackpropGeom reconciles the input, filter and out_backprop shapes
+// of a backprop op (TensorFlow's ConvBackpropComputeDimensionsV2, with the
+// op name as the message label).
+func conv2DBackpropGeom(op string, win convWindow, xs, fs, dys []int) (conv2DGeom, error) {
+	g := conv2DGeom{layout: win.layout, sh: win.sh, sw: win.sw, dh: win.dh, dw: win.dw}
+	if len(xs) != 4 {
+		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, xs)
+	}
+	if len(fs) != 4 {
+		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, fs)
+	}
+	if len(dys) != 4 {
+		return g, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
+	}
+	l := win.layout
+	for _, c := range []struct {
+		what string
+		s    []int
+	}{{"input", xs}, {"filter", fs}, {"out_backprop", dys}} {
+		for _, v := range c.s {
+			if err := convCheckFits(op, c.what, v); err != nil {
+				return g, err
+			}
+		}
+	}
+	g.n, g.h, g.w, g.c = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
+	g.kh, g.kw, g.cf, g.o = fs[0], fs[1], fs[2], fs[3]
+	if g.n != dys[l.n] {
+		return g, registry.Errorf(registry.ErrShape, "%s: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d", op, g.n, dys[l.n])
+	}
+	if g.cf <= 0 {
+		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: filter depth must be strictly greated than zero, got %d", op, g.cf)
+	}
+	if g.c%g.cf != 0 {
+		return g, registry.Errorf(registry.ErrShape, "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.c, g.cf)
+	}
+	if g.o != dys[l.c] {
+		return g, registry.Errorf(registry.ErrShape, "%s: filter and out_backprop must have the same out_depth: %d vs %d", op, g.o, dys[l.c])
+	}
+	if err := conv2DGroups(op, &g); err != nil {
+		return g, err
+	}
+	if err := conv2DSpatial(op, win, &g); err != nil {
+		return g, err
+	}
+	for _, d := range []struct {
+		axis             int
+		got, want, in, k int
+		s, dil           int
+	}{{l.h, dys[l.h], g.oh, g.h, g.kh, g.sh, g.dh}, {l.w, dys[l.w], g.ow, g.w, g.kw, g.sw, g.dw}} {
+		if d.got != d.want {
+			return g, registry.Errorf(registry.ErrShape, "%s: Size of out_backprop doesn't match computed: actual = %d, computed = %d spatial_dim: %d input: %d filter: %d output: %d stride: %d dilation: %d",
+				op, d.got, d.want, d.axis, d.in, d.k, d.got, d.s, d.dil)
+		}
+	}
+	return g, nil
+}
+
+// ---------------------------------------------------------------------
+// Kernels.
+
+func conv2DKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	const op = "Conv2D"
+	win, err := conv2DWindow(op, attrs, registry.ErrUnimplemented)
+	if err != nil {
+		return nil, err
+	}
+	x, f := in[0], in[1]
+	if f.Dtype() != x.Dtype() {
+		return nil, registry.Errorf(registry.ErrDtype, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
+	}
+	g, err := conv2DForwardGeom(op, win, x.Shape(), f.Shape())
+	if err != nil {
+		return nil, err
+	}
+	out, err := conv2DOutput(kc, op, x.Dtype(), g.outShape())
+	if err != nil {
+		return nil, err
+	}
+	od := data[T](out)
+	if len(od) == 0 {
+		return []*tensor.Dense{out}, nil
+	}
+	if tensorx.Len(x) == 0 {
+		// Non-empty output from an empty input: padding only.
+		clear(od)
+		return []*tensor.Dense{out}, nil
+	}
+	if tensorx.Len(f) == 0 {
+		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: filter must not have zero elements (i.e. all dimensions must be non-zero), got filter shape %v", op, f.Shape())
+	}
+	if err := conv2DForward(kc, &g, data[T](x), data[T](f), od); err != nil {
+		return nil, err
+	}
+	return []*tensor.Dense{out}, nil
+}
+
+func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	const op = "Conv2DBackpropInput"
+	win, err := conv2DWindow(op, attrs, registry.ErrUnimplemented)
+	if err != nil {
+		return nil, err
+	}
+	sizes, f, dy := in[0], in[1], in[2]
+	if dy.Dtype() != f.Dtype() {
+		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
+	}
+	if len(dy.Shape()) != 4 {
+		// TensorFlow's message names the wrong input (sic).
+		return nil, registry.Errorf(registry.ErrShape, "%s: input_sizes must be 4-dimensional, got: %d (out_backprop has shape %v and must be 4-D)", op, len(dy.Shape()), dy.Shape())
+	}
+	if len(f.Shape()) != 4 {
+		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
+	}
+	vals, err := convShapeArg(op, "input_sizes", sizes)
+	if err != nil {
+		return nil, err
+	}
+	l := win.layout
+	var xs []int
+	switch len(vals) {
+	case 4:
+		for _, v := range vals {
+			if v < 0 {
+				return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (input_sizes=%v)", op, v, vals)
+			}
+		}
+		xs = vals
+	case 2:
+		if vals[0] < 0 || vals[1] < 0 {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: elements of input_sizes must be >= 0, not %dx%d", op, vals[0], vals[1])
+		}
+		xs = l.shape(dy.Shape()[l.n], vals[0], vals[1], f.Shape()[2])
+	default:
+		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s requires input_sizes to contain 4 values or 2 values, but got: %d", op, len(vals))
+	}
+	if err := conv2DCheckDims(op, l, "Input", xs); err != nil {
+		return nil, err
+	}
+	out, err := conv2DOutput(kc, op, f.Dtype(), xs)
+	if err != nil {
+		return nil, err
+	}
+	od := data[T](out)
+	if len(od) == 0 {
+		return []*tensor.Dense{out}, nil
+	}
+	if tensorx.Len(dy) == 0 {
+		clear(od)
+		return []*tensor.Dense{out}, nil
+	}
+	g, err := conv2DBackpropGeom(op, win, xs, f.Shape(), dy.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if err := conv2DBackpropInput(kc, &g, data[T](f), data[T](dy), od); err != nil {
+		return nil, err
+	}
+	return []*tensor.Dense{out}, nil
+}
+
+func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	const op = "Conv2DBackpropFilter"
+	win, err := conv2DWindow(op, attrs, registry.ErrInvalidArgument)
+	if err != nil {
+		return nil, err
+	}
+	x, sizes, dy := in[0], in[1], in[2]
+	if dy.Dtype() != x.Dtype() {
+		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
+	}
+	if len(x.Shape()) != 4 {
+		return nil, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, x.Shape())
+	}
+	if len(dy.Shape()) != 4 {
+		return nil, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
+	}
+	fs, err := convShapeArg(op, "filter_sizes", sizes)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range fs {
+		if v < 0 {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (filter_sizes=%v)", op, v, fs)
+		}
+	}
+	if len(fs) != 4 {
+		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), fs)
+	}
+	for _, v := range fs {
+		if err := convCheckFits(op, "filter", v); err != nil {
+			return nil, err
+		}
+	}
+	out, err := conv2DOutput(kc, op, x.Dtype(), fs)
+	if err != nil {
+		return nil, err
+	}
+	od := data[T](out)
+	if len(od) == 0 {
+		return []*tensor.Dense{out}, nil
+	}
+	if tensorx.Len(x) == 0 {
+		clear(od)
+		return []*tensor.Dense{out}, nil
+	}
+	g, err := conv2DBackpropGeom(op, win, x.Shape(), fs, dy.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if err := conv2DBackpropFilter(kc, &g, data[T](x), data[T](dy), od); err != nil {
+		return nil, err
+	}
+	return []*tensor.Dense{out}, nil
+}
+
+// conv2DOutput allocates an output, reporting a shape too large to hold as
+// an error naming the op.
+func conv2DOutput(kc *registry.KernelCtx, op string, dt tensor.Dtype, shape []int) (*tensor.Dense, error) {
+	if _, err := convNumel(op, shape); err != nil {
+		return nil, err
+	}
+	return kc.Output(dt, shape...)
+}
+
+// ---------------------------------------------------------------------
+// Layout wrappers: NCHW problems run in NHWC scratch.
+
+func conv2DForward[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f, out []T) error {
+	if !g.layout.nchw() {
+		return conv2DForwardNHWC(kc, g, x, f, out)
+	}
+	xt, err := registry.Scratch[T](kc, len(x), false)
+	if err != nil {
+		return err
+	}
+	ot, err := registry.Scratch[T](kc, len(out), false)
+	if err != nil {
+		return err
+	}
+	convToNHWC(xt, x, g.n, g.c, g.h, g.w)
+	if err := conv2DForwardNHWC(kc, g, xt, f, ot); err != nil {
+		return err
+	}
+	convToNCHW(out, ot, g.n, g.o, g.oh, g.ow)
+	return nil
+}
+
+func conv2DBackpropInput[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, f, dy, dx []T) error {
+	if !g.layout.nchw() {
+		return conv2DBackpropInputNHWC(kc, g, f, dy, dx)
+	}
+	dyt, err := registry.Scratch[T](kc, len(dy), false)
+	if err != nil {
+		return err
+	}
+	dxt, err := registry.Scratch[T](kc, len(dx), false)
+	if err != nil {
+		return err
+	}
+	convToNHWC(dyt, dy, g.n, g.o, g.oh, g.ow)
+	if err := conv2DBackpropInputNHWC(kc, g, f, dyt, dxt); err != nil {
+		return err
+	}
+	convToNCHW(dx, dxt, g.n, g.c, g.h, g.w)
+	return nil
+}
+
+func conv2DBackpropFilter[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, dy, df []T) error {
+	if !g.layout.nchw() {
+		return conv2DBackpropFilterNHWC(kc, g, x, dy, df)
+	}
+	xt, err := registry.Scratch[T](kc, len(x), false)
+	if err != nil {
+		return err
+	}
+	dyt, err := registry.Scratch[T](kc, len(dy), false)
+	if err != nil {
+		return err
+	}
+	convToNHWC(xt, x, g.n, g.c, g.h, g.w)
+	convToNHWC(dyt, dy, g.n, g.o, g.oh, g.ow)
+	return conv2DBackpropFilterNHWC(kc, g, xt, dyt, df)
+}
+
+// ---------------------------------------------------------------------
+// Chunking and workers.
+
+const (
+	// convChunkElems bounds one im2col buffer (elements): 1 MiB of
+	// float32, 2 MiB of float64.
+	convChunkElems = 1 << 18
+	// convMaxWorkers bounds the goroutines (and so the im2col buffers) of
+	// one kernel call.
+	convMaxWorkers = 8
+	// convPartialElems bounds the per-chunk partial filter gradients kept
+	// at once by Conv2DBackpropFilter.
+	convPartialElems = 1 << 20
+	// convMaxPartials bounds the chunks reduced per round.
+	convMaxPartials = 8
+	// convMaxReduceRows bounds the output positions summed by one GEMM
+	// (in the element type) for the filter gradient; the per-chunk
+	// partials are then added in float64.
+	convMaxReduceRows = 4096
+)
+
+// convChunks cuts the output positions [0, n·p) of n images of p
+// positions each into chunks of at most rows positions. A chunk holds
+// either whole images or part of one image, so the chunks of one image
+// can be visited in order by one worker (col2im accumulates into the
+// image).
+type convChunks struct {
+	p, total int
+	rows     int  // positions per chunk
+	whole    bool // chunks of whole images
+	perImg   int  // chunks per image when !whole
+	count    int
+}
+
+// convPlanChunks plans the chunks for im2col rows of kcol elements, at
+// most maxRows positions each (0: no limit besides the buffer budget); it
+// depends only on the shapes. p must be positive.
+func convPlanChunks(n, p, kcol, maxRows int) convChunks {
+	rows := max(1, convChunkElems/max(1, kcol))
+	if maxRows > 0 {
+		rows = min(rows, maxRows)
+	}
+	c := convChunks{p: p, total: n * p}
+	if rows >= p {
+		imgs := max(1, min(n, rows/p))
+		c.whole, c.rows, c.count = true, imgs*p, (n+imgs-1)/imgs
+	} else {
+		c.rows, c.perImg = rows, (p+rows-1)/rows
+		c.count = n * c.perImg
+	}
+	return c
+}
+
+// bounds returns the position range of chunk i.
+func (c *convChunks) bounds(i int) (r0, r1 int) {
+	if c.whole {
+		r0 = i * c.rows
+		return r0, min(r0+c.rows, c.total)
+	}
+	b, k := i/c.perImg, i%c.perImg
+	r0 = b*c.p + k*c.rows
+	return r0, min(r0+c.rows, (b+1)*c.p)
+}
+
+// convParallel runs fn over items [0, n) on up to nw goroutines; each
+// concurrent call gets its own slot in [0, nw) (to pick a scratch buffer).
+func convParallel(nw, n int, fn func(slot, lo, hi int)) {
+	if nw <= 1 || n <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	slots := make(chan int, nw)
+	for i := 0; i < nw; i++ {
+		slots <- i
+	}
+	parallel.For(nw, n, 1, func(lo, hi int) {
+		s := <-slots
+		fn(s, lo, hi)
+		slots <- s
+	})
+}
+
+// convWorkers returns how many workers to use for items, and how many
+// threads each worker's GEMMs get.
+func convWorkers(threads, items int) (nw, gemmThreads int) {
+	nw = max(1, min(threads, items, convMaxWorkers))
+	return nw, max(1, threads/nw)
+}
+
+// convRange returns the filter taps [lo, hi) of one axis whose input
+// position start + t·d lies in [0, size).
+func convRange(start, d, k, size int) (lo, hi int) {
+	if start < 0 {
+		lo = min(k, (-start+d-1)/d)
+	}
+	if last := size - 1 - start; last >= 0 {
+		hi = min(k, last/d+1)
+	}
+	return lo, max(lo, hi)
+}
+
+// ---------------------------------------------------------------------
+// im2col / col2im.
+
+// conv2DIm2col writes the im2col rows of output positions [r0, r1) for
+// group grp into col (row stride kcol): for each position, the receptive
+// field in filter order [kh, kw, cf], zeros where it falls in the padding.
+func conv2DIm2col[T tensorx.Float](g *conv2DGeom, x []T, grp, r0, r1 int, col []T) {
+	kcol, p := g.kcol(), g.oh*g.ow
+	img, rowLen, seg := g.h*g.w*g.c, g.w*g.c, g.kw*g.cf
+	whole := g.dw == 1 && g.cf == g.c
+	b, rem := r0/p, r0%p
+	i, j := rem/g.ow, rem%g.ow
+	for r := r0; r < r1; r++ {
+		row := col[(r-r0)*kcol : (r-r0+1)*kcol]
+		xb := x[b*img : (b+1)*img]
+		y0, x0 := i*g.sh-g.pt, j*g.sw-g.pl
+		qlo, qhi := convRange(x0, g.dw, g.kw, g.w)
+		for kh := 0; kh < g.kh; kh++ {
+			dst := row[kh*seg : (kh+1)*seg]
+			yy := y0 + kh*g.dh
+			if yy < 0 || yy >= g.h {
+				clear(dst)
+				continue
+			}
+			clear(dst[:qlo*g.cf])
+			clear(dst[qhi*g.cf:])
+			base := yy*rowLen + grp*g.cf
+			if whole {
+				if qhi > qlo {
+					copy(dst[qlo*g.c:qhi*g.c], xb[base+(x0+qlo)*g.c:])
+				}
+				continue
+			}
+			for q := qlo; q < qhi; q++ {
+				s := base + (x0+q*g.dw)*g.c
+				copy(dst[q*g.cf:(q+1)*g.cf], xb[s:s+g.cf])
+			}
+		}
+		if j++; j == g.ow {
+			j = 0
+			if i++; i == g.oh {
+				i = 0
+				b++
+			}
+		}
+	}
+}
+
+// conv2DCol2im adds the im2col rows of positions [r0, r1) for group grp
+// back into dx (the adjoint of conv2DIm2col).
+func conv2DCol2im[T tensorx.Float](g *conv2DGeom, col []T, grp, r0, r1 int, dx []T) {
+	kcol, p := g.kcol(), g.oh*g.ow
+	img, rowLen, seg := g.h*g.w*g.c, g.w*g.c, g.kw*g.cf
+	whole := g.dw == 1 && g.cf == g.c
+	b, rem := r0/p, r0%p
+	i, j := rem/g.ow, rem%g.ow
+	for r := r0; r < r1; r++ {
+		row := col[(r-r0)*kcol : (r-r0+1)*kcol]
+		xb := dx[b*img : (b+1)*img]
+		y0, x0 := i*g.sh-g.pt, j*g.sw-g.pl
+		qlo, qhi := convRange(x0, g.dw, g.kw, g.w)
+		for kh := 0; kh < g.kh; kh++ {
+			yy := y0 + kh*g.dh
+			if yy < 0 || yy >= g.h {
+				continue
+			}
+			src := row[kh*seg : (kh+1)*seg]
+			base := yy*rowLen + grp*g.cf
+			if whole {
+				if qhi > qlo {
+					s := src[qlo*g.c : qhi*g.c]
+					d := xb[base+(x0+qlo)*g.c:]
+					d = d[:len(s)]
+					for t, v := range s {
+						d[t] += v
+					}
+				}
+				continue
+			}
+			for q := qlo; q < qhi; q++ {
+				s := src[q*g.cf : (q+1)*g.cf]
+				o := base + (x0+q*g.dw)*g.c
+				d := xb[o : o+g.cf]
+				for t, v := range s {
+					d[t] += v
+				}
+			}
+		}
+		if j++; j == g.ow {
+			j = 0
+			if i++; i == g.oh {
+				i = 0
+				b++
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------
+// NHWC compute. Callers guarantee non-empty input, filter and output.
+
+// conv2DForwardNHWC computes out = conv(x, f); every element of out is
+// written.
+func conv2DForwardNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f, out []T) error {
+	kcol, threads := g.kcol(), kc.NumThreads()
+	if lda, ok := g.direct(); ok {
+		m := g.n * g.oh * g.ow
+		for grp := 0; grp < g.g; grp++ {
+			convGemm(false, false, m, g.og, kcol, 1, x[grp*g.cf:], lda, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
+		}
+		return nil
+	}
+	ch := convPlanChunks(g.n, g.oh*g.ow, kcol, 0)
+	nw, gt := convWorkers(threads, ch.count)
+	buf, err := registry.Scratch[T](kc, nw*ch.rows*kcol, false)
+	if err != nil {
+		return err
+	}
+	convParallel(nw, ch.count, func(slot, lo, hi int) {
+		col := buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
+		for c := lo; c < hi; c++ {
+			r0, r1 := ch.bounds(c)
+			for grp := 0; grp < g.g; grp++ {
+				conv2DIm2col(g, x, grp, r0, r1, col)
+				convGemm(false, false, r1-r0, g.og, kcol, 1, col, kcol, f[grp*g.og:], g.o, 0, out[r0*g.o+grp*g.og:], g.o, gt)
+			}
+		}
+	})
+	return nil
+}
+
+// conv2DBackpropInputNHWC computes dx from the filter and dy; every
+// element of dx is written.
+func conv2DBackpropInputNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, f, dy, dx []T) error {
+	kcol, threads := g.kcol(), kc.NumThreads()
+	if lda, ok := g.direct(); ok {
+		// Every input element receives exactly one product row.
+		m := g.n * g.oh * g.ow
+		for grp := 0; grp < g.g; grp++ {
+			convGemm(false, true, m, kcol, g.og, 1, dy[grp*g.og:], g.o, f[grp*g.og:], g.o, 0, dx[grp*g.cf:], lda, threads)
+		}
+		return nil
+	}
+	if kcol == 0 {
+		clear(dx)
+		return nil
+	}
+	if g.sh == 1 && g.sw == 1 {
+		return conv2DBackpropInputStride1(kc, g, f, dy, dx)
+	}
+	clear(dx)
+	ch := convPlanChunks(g.n, g.oh*g.ow, kcol, 0)
+	// Work items: whole-image chunks, or whole images of several chunks,
+	// so that each image is accumulated by one worker in chunk order.
+	items, per := ch.count, 1
+	if !ch.whole {
+		items, per = g.n, ch.perImg
+	}
+	nw, gt := convWorkers(threads, items)
+	buf, err := registry.Scratch[T](kc, nw*ch.rows*kcol, false)
+	if err != nil {
+		return err
+	}
+	convParallel(nw, items, func(slot, lo, hi int) {
+		col := buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
+		for c := lo * per; c < hi*per; c++ {
+			r0, r1 := ch.bounds(c)
+			for grp := 0; grp < g.g; grp++ {
+				convGemm(false, true, r1-r0, kcol, g.og, 1, dy[r0*g.o+grp*g.og:], g.o, f[grp*g.og:], g.o, 0, col, kcol, gt)
+				conv2DCol2im(g, col, grp, r0, r1, dx)
+			}
+		}
+	})
+	return nil
+}
+
+// conv2DBackpropInputStride1 computes dx for unit strides as a forward
+// convolution of dy with the flipped filter f'[p, q, o, k] =
+// f[KH-1-p, KW-1-q, k, o] (per group: Og input and Cf output channels),
+// the same dilations, and paddings E-1-P on each side (negative when the
+// forward padding exceeds the effective filter: a crop, which im2col
+// handles like padding). Its GEMM runs over KH·KW·Og instead of Og and no
+// col2im scatter is needed; every element of dx is written.
+func conv2DBackpropInputStride1[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, f, dy, dx []T) error {
+	eh, ew := (g.kh-1)*g.dh+1, (g.kw-1)*g.dw+1
+	t := conv2DGeom{
+		n: g.n, h: g.oh, w: g.ow, c: g.o,
+		kh: g.kh, kw: g.kw, cf: g.og, o: g.c,
+		g: g.g, og: g.cf,
+		oh: g.h, ow: g.w,
+		sh: 1, sw: 1, dh: g.dh, dw: g.dw,
+		pt: eh - 1 - g.pt, pb: eh - 1 - g.pb, pl: ew - 1 - g.pl, pr: ew - 1 - g.pr,
+		layout: convNHWC,
+	}
+	ft, err := registry.Scratch[T](kc, len(f), false)
+	if err != nil {
+		return err
+	}
+	for p := 0; p < g.kh; p++ {
+		for q := 0; q < g.kw; q++ {
+			src := f[((g.kh-1-p)*g.kw+(g.kw-1-q))*g.cf*g.o:][:g.cf*g.o]
+			dst := ft[(p*g.kw+q)*g.og*g.c:][:g.og*g.c]
+			for grp := 0; grp < g.g; grp++ {
+				for k := 0; k < g.cf; k++ {
+					s := src[k*g.o+grp*g.og:][:g.og]
+					c := grp*g.cf + k
+					for o, v := range s {
+						// Row o: group grp's input channel o of the transposed
+						// problem; column c: its output channel.
+						dst[o*g.c+c] = v
+					}
+				}
+			}
+		}
+	}
+	return conv2DForwardNHWC(kc, &t, dy, ft, dx)
+}
+
+// conv2DBackpropFilterNHWC computes df = Σ im2col(x)ᵀ·dy; every element
+// of df is written. Partial sums of fixed chunks are added in chunk order
+// in float64.
+func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, dy, df []T) error {
+	kcol, threads := g.kcol(), kc.NumThreads()
+	fsz := kcol * g.o
+	p := g.oh * g.ow
+	if p == 0 {
+		clear(df)
+		return nil
+	}
+	lda, direct := g.direct()
+	ch := convPlanChunks(g.n, p, kcol, convMaxReduceRows)
+	round := max(1, min(convMaxPartials, convPartialElems/max(1, fsz), ch.count))
+	acc, err := registry.Scratch[float64](kc, fsz, true)
+	if err != nil {
+		return err
+	}
+	parts, err := registry.Scratch[T](kc, round*fsz, false)
+	if err != nil {
+		return err
+	}
+	nwMax, _ := convWorkers(threads, round)
+	var buf []T
+	if !direct {
+		if buf, err = registry.Scratch[T](kc, nwMax*ch.rows*kcol, false); err != nil {
+			return err
+		}
+	}
+	for s := 0; s < ch.count; s += round {
+		e := min(s+round, ch.count)
+		nw, gt := convWorkers(threads, e-s)
+		convParallel(nw, e-s, func(slot, lo, hi int) {
+			var col []T
+			if !direct {
+				col = buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
+			}
+			for c := s + lo; c < s+hi; c++ {
+				part := parts[(c-s)*fsz : (c-s+1)*fsz]
+				r0, r1 := ch.bounds(c)
+				for grp := 0; grp < g.g; grp++ {
+					a, ld := col, kcol
+					if direct {
+						a, ld = x[r0*lda+grp*g.cf:], lda
+					} else {
+						conv2DIm2col(g, x, grp, r0, r1, col)
+					}
+					convGemm(true, false, kcol, g.og, r1-r0, 1, a, ld, dy[r0*g.o+grp*g.og:], g.o, 0, part[grp*g.og:], g.o, gt)
+				}
+			}
+		})
+		for c := s; c < e; c++ {
+			for i, v := range parts[(c-s)*fsz : (c-s+1)*fsz] {
+				acc[i] += float64(v)
+			}
+		}
+	}
+	for i, v := range acc {
+		df[i] = T(v)
+	}
+	return nil
+}

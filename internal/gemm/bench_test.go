@@ -1,0 +1,101 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkSgemm and BenchmarkDgemm multiply square n×n matrices (C = A*B,
+// beta 0) and report GFLOP/s, on 1 and 2 threads, through a reused
+// Workspace.
+func BenchmarkSgemm(b *testing.B) { benchGemm[float32](b) }
+
+// BenchmarkDgemm is BenchmarkSgemm for float64.
+func BenchmarkDgemm(b *testing.B) { benchGemm[float64](b) }
+
+func benchGemm[T Float](b *testing.B) {
+	for _, n := range []int{512, 1024, 2048} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%d/t%d", n, threads), func(b *testing.B) { benchSquare[T](b, n, threads) })
+		}
+	}
+}
+
+// benchSquare times C = A*B for n×n matrices and reports GFLOP/s.
+func benchSquare[T Float](b *testing.B, n, threads int) {
+	x := make([]T, n*n)
+	y := make([]T, n*n)
+	z := make([]T, n*n)
+	for i := range x {
+		x[i] = T(i%7) - 3
+		y[i] = T(i%5) - 2
+	}
+	ws := NewWorkspace()
+	GemmWS(ws, false, false, n, n, n, 1, x, n, y, n, 0, z, n, threads)
+	runtime.GC() // keep the collector of the set-up garbage out of the timing
+	b.ResetTimer()
+	for b.Loop() {
+		GemmWS(ws, false, false, n, n, n, 1, x, n, y, n, 0, z, n, threads)
+	}
+	flops := 2 * float64(n) * float64(n) * float64(n) * float64(b.N)
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkSgemmConv runs the float32 GEMM shapes of im2col convolutions
+// from perf/WORKLOADS.md (NHWC): forward C[M×N] = patches[M×K]·W[K×N],
+// input gradient dPatches = dY·Wᵀ and filter gradient dW = patchesᵀ·dY.
+func BenchmarkSgemmConv(b *testing.B) {
+	shapes := []struct {
+		name           string
+		transA, transB bool
+		m, n, k        int
+	}{
+		{"W2fwd", false, false, 8 * 56 * 56, 64, 9 * 64},
+		{"W2bwdInput", false, true, 8 * 56 * 56, 9 * 64, 64},
+		{"W2bwdFilter", true, false, 9 * 64, 64, 8 * 56 * 56},
+		{"W4fwd", false, false, 8 * 28 * 28, 256, 128},
+		{"W1fwd", false, false, 32 * 32 * 32, 32, 9 * 16},
+	}
+	for _, s := range shapes {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/t%d", s.name, threads), func(b *testing.B) {
+				lda, ldb := s.k, s.n
+				if s.transA {
+					lda = s.m
+				}
+				if s.transB {
+					ldb = s.k
+				}
+				x := make([]float32, s.m*s.k)
+				y := make([]float32, s.k*s.n)
+				z := make([]float32, s.m*s.n)
+				for i := range x {
+					x[i] = float32(i%7) - 3
+				}
+				for i := range y {
+					y[i] = float32(i%5) - 2
+				}
+				ws := NewWorkspace()
+				GemmWS(ws, s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n, threads)
+				runtime.GC()
+				b.ResetTimer()
+				for b.Loop() {
+					GemmWS(ws, s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n, threads)
+				}
+				flops := 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkGemmPortable measures the portable Go micro-kernel (the path
+// used without AVX2/FMA or under the noasm tag) at n = 512, 1 thread.
+func BenchmarkGemmPortable(b *testing.B) {
+	old := useAsm
+	useAsm = false
+	defer func() { useAsm = old }()
+	b.Run("float32", func(b *testing.B) { benchSquare[float32](b, 512, 1) })
+	b.Run("float64", func(b *testing.B) { benchSquare[float64](b, 512, 1) })
+}

@@ -1,0 +1,405 @@
+package gemm
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/parallel"
+)
+
+// Float is the set of element types Gemm supports.
+type Float interface{ float32 | float64 }
+
+// mr is the number of rows of a micro-tile, for both element types.
+const mr = 6
+
+// blocking holds the cache-blocking parameters of one element type.
+type blocking struct {
+	nr int // columns of a micro-tile (the micro-kernel's width)
+	mc int // rows of a packed A block (multiple of mr); sized for L2
+	kc int // inner-dimension block; an nr×kc B micro-panel stays in L1
+	nc int // columns of a packed B block (multiple of nr); sized for L3
+}
+
+// Blocking parameters, tuned on Zen 3 (32 KiB L1D, 512 KiB L2 per core).
+// Variables rather than constants so benchmarks can explore them.
+var (
+	blocking32 = blocking{nr: 16, mc: 144, kc: 256, nc: 4080}
+	blocking64 = blocking{nr: 8, mc: 72, kc: 256, nc: 4080}
+
+	// wholeKBytes bounds the packed B of all k blocks (see problem.run).
+	wholeKBytes = 4 << 20
+)
+
+// useAsm selects the assembly micro-kernels when the CPU supports them.
+// Tests switch it off to exercise the portable path.
+var useAsm = asmSupported
+
+// kernelFunc computes, for an mr×nr tile,
+//
+//	c[i*ldc+j] = alpha * Σ_p a[p*mr+i]*b[p*nr+j] + beta*c[i*ldc+j]
+//
+// summing p = 0..kc-1 in order. With beta == 0, c is not read.
+type kernelFunc[T Float] func(kc int, a, b, c []T, ldc int, alpha, beta T)
+
+// setup returns the blocking and micro-kernel for T.
+func setup[T Float]() (blocking, kernelFunc[T]) {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		k := any(kernelFunc[float32](kernelGo[float32])).(kernelFunc[T])
+		if useAsm && asmKernel32 != nil {
+			k = any(asmKernel32).(kernelFunc[T])
+		}
+		return blocking32, k
+	default:
+		k := any(kernelFunc[float64](kernelGo[float64])).(kernelFunc[T])
+		if useAsm && asmKernel64 != nil {
+			k = any(asmKernel64).(kernelFunc[T])
+		}
+		return blocking64, k
+	}
+}
+
+// Gemm computes C = alpha*op(A)*op(B) + beta*C, op(X) = X or X^T, with C
+// m×n, op(A) m×k and op(B) k×n. All matrices are row-major; lda, ldb and
+// ldc are the row strides of A, B and C as stored (A is stored m×k, or k×m
+// when transA; B is stored k×n, or n×k when transB). As in BLAS, beta == 0
+// overwrites C without reading it (NaNs in C are ignored), and alpha == 0
+// or k == 0 reduce the call to C = beta*C without reading A or B.
+//
+// threads <= 1 runs on the caller's goroutine; more threads split C into
+// row and column ranges, and the result is bit-identical for any thread
+// count. Packing buffers come from an internal free list of Workspaces.
+//
+// Gemm panics if a dimension is negative, a stride is smaller than the row
+// it spans, or a slice is too short for the matrix it holds: callers check
+// user input before they get here.
+func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, threads int) {
+	GemmWS(nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads)
+}
+
+// GemmWS is Gemm with packing buffers from ws, which the caller keeps
+// between calls so that steady-state calls do not allocate. A nil ws
+// borrows one from the internal free list. A Workspace must not be used by
+// two calls at the same time.
+func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, threads int) {
+	checkArgs(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta == 0 {
+		beta = 0 // turn -0 into +0: the kernels test beta's bits
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if ws == nil {
+		ws = getWorkspace()
+		defer putWorkspace(ws)
+	}
+	blk, kern := setup[T]()
+	pr := problem[T]{
+		transA: transA, transB: transB,
+		m: m, n: n, k: k,
+		alpha: alpha, beta: beta,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
+		blk: blk, kern: kern,
+	}
+	// Inner-dimension blocks of near-equal size; they depend on k only.
+	nkb := (k + blk.kc - 1) / blk.kc
+	pr.kcb = (k + nkb - 1) / nkb
+
+	tm, tn := grid(m, n, k, threads, blk)
+	cells := tm * tn
+	bufs := slots[T](ws, cells)
+	if cells == 1 {
+		pr.run(bufs[0], 0, m, 0, n)
+		return
+	}
+	runParallel(pr, bufs, tm, tn, threads)
+}
+
+// runParallel computes C on a tm×tn grid of row and column ranges, one
+// range per goroutine. It takes pr by value so that only the parallel path
+// moves it to the heap.
+func runParallel[T Float](pr problem[T], bufs []*buffers[T], tm, tn, threads int) {
+	m, n, nr := pr.m, pr.n, pr.blk.nr
+	mt, nt := ceilDiv(m, mr), ceilDiv(n, nr)
+	parallel.For(threads, tm*tn, 1, func(lo, hi int) {
+		for cell := lo; cell < hi; cell++ {
+			ci, cj := cell/tn, cell%tn
+			i0, i1 := mt*ci/tm*mr, min(mt*(ci+1)/tm*mr, m)
+			j0, j1 := nt*cj/tn*nr, min(nt*(cj+1)/tn*nr, n)
+			if i0 < i1 && j0 < j1 {
+				pr.run(bufs[lo], i0, i1, j0, j1)
+			}
+		}
+	})
+}
+
+// checkArgs panics on inconsistent dimensions, strides or lengths. The
+// assembly kernels do not check bounds, so this is what keeps them safe.
+func checkArgs(transA, transB bool, m, n, k, na, lda, nb, ldb, nc, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMatrix("A", ar, ac, na, lda)
+	checkMatrix("B", br, bc, nb, ldb)
+	checkMatrix("C", m, n, nc, ldc)
+}
+
+func checkMatrix(name string, rows, cols, n, ld int) {
+	if ld < cols {
+		panic(fmt.Sprintf("gemm: stride of %s is %d, less than its %d columns", name, ld, cols))
+	}
+	if rows > 0 && cols > 0 && n < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: %s (%d×%d, stride %d) needs %d elements, has %d", name, rows, cols, ld, (rows-1)*ld+cols, n))
+	}
+}
+
+// scaleC sets C = beta*C, writing zeros (not reading C) when beta is 0.
+func scaleC[T Float](m, n int, beta T, c []T, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// problem is one Gemm call with its blocking and kernel.
+type problem[T Float] struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    T
+	a, b, c        []T
+	lda, ldb, ldc  int
+	blk            blocking
+	kcb            int // inner-dimension block size (last block may be shorter)
+	kern           kernelFunc[T]
+}
+
+// run computes rows [i0, i1) and columns [j0, j1) of C. i0 and j0 are
+// multiples of mr and nr, so the tile grid is the same as for the whole
+// matrix.
+//
+// When op(B)'s whole column block for every k fits in wholeKBytes, all of
+// it is packed first and the loops over row blocks and k blocks are
+// swapped: each A row block is then read in one sweep and its C block is
+// updated k/kc times while it is still cached. Every element of C still
+// sees the same k blocks in the same order, so both orders give the same
+// bits.
+func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
+	blk := pr.blk
+	nr := blk.nr
+	var z T
+	size := int(unsafe.Sizeof(z))
+	// Row blocks of near-equal size, whole micro-panels each.
+	nmb := ceilDiv(i1-i0, blk.mc)
+	mcb := ceilDiv(ceilDiv(i1-i0, nmb), mr) * mr
+	for jc := j0; jc < j1; jc += blk.nc {
+		nc := min(blk.nc, j1-jc)
+		ncp := ceilDiv(nc, nr) * nr
+		if pr.k > pr.kcb && ncp*pr.k*size <= wholeKBytes {
+			// B block for k block pc starts at bp[pc*ncp].
+			bp := buf.bBuf(ncp * pr.k)
+			for pc := 0; pc < pr.k; pc += pr.kcb {
+				kc := min(pr.kcb, pr.k-pc)
+				packB(bp[pc*ncp:(pc+kc)*ncp], pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, nr)
+			}
+			for ic := i0; ic < i1; ic += mcb {
+				mc := min(mcb, i1-ic)
+				for pc := 0; pc < pr.k; pc += pr.kcb {
+					kc := min(pr.kcb, pr.k-pc)
+					ap := buf.aBuf(ceilDiv(mc, mr) * mr * kc)
+					packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
+					pr.macro(buf, ap, bp[pc*ncp:(pc+kc)*ncp], ic, mc, jc, nc, kc, pr.betaAt(pc))
+				}
+			}
+			continue
+		}
+		for pc := 0; pc < pr.k; pc += pr.kcb {
+			kc := min(pr.kcb, pr.k-pc)
+			bp := buf.bBuf(ncp * kc)
+			packB(bp, pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, nr)
+			for ic := i0; ic < i1; ic += mcb {
+				mc := min(mcb, i1-ic)
+				ap := buf.aBuf(ceilDiv(mc, mr) * mr * kc)
+				packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
+				pr.macro(buf, ap, bp, ic, mc, jc, nc, kc, pr.betaAt(pc))
+			}
+		}
+	}
+}
+
+// betaAt is the beta for the k block starting at pc: the caller's for the
+// first block, 1 for the others, which accumulate.
+func (pr *problem[T]) betaAt(pc int) T {
+	if pc == 0 {
+		return pr.beta
+	}
+	return 1
+}
+
+// macro multiplies a packed mc×kc block of A by a packed kc×nc block of B
+// into C[ic:ic+mc, jc:jc+nc], one micro-tile at a time; B's micro-panel
+// stays in L1 while A's block streams from L2.
+func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, kc int, beta T) {
+	nr := pr.blk.nr
+	c, ldc, alpha, kern := pr.c, pr.ldc, pr.alpha, pr.kern
+	for jr := 0; jr < nc; jr += nr {
+		nrr := min(nr, nc-jr)
+		bpan := bp[jr*kc : (jr+nr)*kc]
+		for ir := 0; ir < mc; ir += mr {
+			mrr := min(mr, mc-ir)
+			apan := ap[ir*kc : (ir+mr)*kc]
+			off := (ic+ir)*ldc + jc + jr
+			if mrr == mr && nrr == nr {
+				kern(kc, apan, bpan, c[off:], ldc, alpha, beta)
+				continue
+			}
+			// Edge tile: run the same kernel on a full tile in buf.tmp, so
+			// edge elements get exactly the arithmetic of interior ones.
+			tmp := buf.tmp[:mr*nr]
+			if beta != 0 {
+				for i := range mrr {
+					copy(tmp[i*nr:i*nr+nrr], c[off+i*ldc:off+i*ldc+nrr])
+				}
+			}
+			kern(kc, apan, bpan, tmp, nr, alpha, beta)
+			for i := range mrr {
+				copy(c[off+i*ldc:off+i*ldc+nrr], tmp[i*nr:i*nr+nrr])
+			}
+		}
+	}
+}
+
+// grid picks how many row ranges (tm) and column ranges (tn) C is split
+// into, tm*tn <= threads, minimising the per-thread cost estimate: the
+// multiply-adds plus the packing each thread repeats.
+func grid(m, n, k, threads int, blk blocking) (tm, tn int) {
+	const minParallelFlops = 1 << 18 // below this, goroutines cost more than they save
+	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < minParallelFlops {
+		return 1, 1
+	}
+	const packWeight = 8 // cost of packing one element, in flops
+	mt, nt := ceilDiv(m, mr), ceilDiv(n, blk.nr)
+	best := -1.0
+	for a := 1; a <= threads && a <= mt; a++ {
+		for b := 1; a*b <= threads && b <= nt; b++ {
+			rows := float64(ceilDiv(mt, a) * mr)
+			cols := float64(ceilDiv(nt, b) * blk.nr)
+			kk := float64(k)
+			cost := 2*rows*cols*kk + packWeight*(rows*kk*float64(ceilDiv(int(cols), blk.nc))+cols*kk)
+			if best < 0 || cost < best {
+				best, tm, tn = cost, a, b
+			}
+		}
+	}
+	return tm, tn
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Workspace holds packing buffers reused across Gemm calls: one set per
+// thread and element type. The zero value is ready to use. A Workspace
+// must not be used by two calls at the same time.
+type Workspace struct {
+	f32 []*buffers[float32]
+	f64 []*buffers[float64]
+}
+
+// NewWorkspace returns an empty Workspace; buffers grow on first use.
+func NewWorkspace() *Workspace { return new(Workspace) }
+
+// buffers is one thread's packing scratch.
+type buffers[T Float] struct {
+	a, b []T        // 64-byte aligned packed panels
+	tmp  [mr * 16]T // edge tile
+	_    [64]byte   // keep tmp of different threads on different cache lines
+}
+
+// slots returns cells per-thread buffers of ws for T, creating missing ones.
+func slots[T Float](ws *Workspace, cells int) []*buffers[T] {
+	p, ok := any(&ws.f32).(*[]*buffers[T])
+	if !ok {
+		p = any(&ws.f64).(*[]*buffers[T])
+	}
+	for len(*p) < cells {
+		*p = append(*p, new(buffers[T]))
+	}
+	return (*p)[:cells]
+}
+
+func (bf *buffers[T]) aBuf(n int) []T {
+	if len(bf.a) < n {
+		bf.a = alignedSlice[T](n)
+	}
+	return bf.a[:n]
+}
+
+func (bf *buffers[T]) bBuf(n int) []T {
+	if len(bf.b) < n {
+		bf.b = alignedSlice[T](n)
+	}
+	return bf.b[:n]
+}
+
+// alignedSlice returns a slice of n elements starting on a 64-byte
+// boundary, so each 64-byte row of a packed B micro-panel is one cache line.
+func alignedSlice[T Float](n int) []T {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	extra := 64 / size
+	raw := make([]T, n+extra)
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	skip := int((64-addr%64)%64) / size
+	return raw[skip : skip+n : skip+n]
+}
+
+// The free list behind Gemm. Unlike a sync.Pool it is not emptied by the
+// garbage collector, so steady-state calls never re-allocate (fresh memory
+// is slow to touch); it keeps at most maxPooled workspaces.
+const maxPooled = 8
+
+var pool struct {
+	sync.Mutex
+	free []*Workspace
+}
+
+func getWorkspace() *Workspace {
+	pool.Lock()
+	defer pool.Unlock()
+	if n := len(pool.free); n > 0 {
+		ws := pool.free[n-1]
+		pool.free = pool.free[:n-1]
+		return ws
+	}
+	return new(Workspace)
+}
+
+func putWorkspace(ws *Workspace) {
+	pool.Lock()
+	defer pool.Unlock()
+	if len(pool.free) < maxPooled {
+		pool.free = append(pool.free, ws)
+	}
+}

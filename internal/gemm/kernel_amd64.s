@@ -1,0 +1,296 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Register use in both kernels:
+//   AX  packed A (mr=6 elements per step of k)
+//   BX  packed B (64 bytes per step of k: 16 float32 or 8 float64)
+//   CX  remaining steps
+//   DI  C tile, DX C row stride in bytes
+//   Y0..Y11  accumulators, row r in Y(2r) (left half) and Y(2r+1) (right)
+//   Y12, Y13 the current row of B; Y14, Y15 broadcasts of A
+
+// One step of k for float32: ao, bo are byte offsets into A and B.
+#define SSTEP(ao, bo) \
+	VMOVUPS bo(BX), Y12; \
+	VMOVUPS bo+32(BX), Y13; \
+	VBROADCASTSS ao(AX), Y14; \
+	VFMADD231PS Y12, Y14, Y0; \
+	VFMADD231PS Y13, Y14, Y1; \
+	VBROADCASTSS ao+4(AX), Y15; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y3; \
+	VBROADCASTSS ao+8(AX), Y14; \
+	VFMADD231PS Y12, Y14, Y4; \
+	VFMADD231PS Y13, Y14, Y5; \
+	VBROADCASTSS ao+12(AX), Y15; \
+	VFMADD231PS Y12, Y15, Y6; \
+	VFMADD231PS Y13, Y15, Y7; \
+	VBROADCASTSS ao+16(AX), Y14; \
+	VFMADD231PS Y12, Y14, Y8; \
+	VFMADD231PS Y13, Y14, Y9; \
+	VBROADCASTSS ao+20(AX), Y15; \
+	VFMADD231PS Y12, Y15, Y10; \
+	VFMADD231PS Y13, Y15, Y11
+
+// Store row (lo, hi) of the float32 tile: C = acc (alpha already applied).
+#define SSTORE0(lo, hi) \
+	VMOVUPS lo, (DI); \
+	VMOVUPS hi, 32(DI); \
+	ADDQ DX, DI
+
+// Store row (lo, hi): C = acc + beta*C, beta in Y15.
+#define SSTOREB(lo, hi) \
+	VFMADD231PS (DI), Y15, lo; \
+	VFMADD231PS 32(DI), Y15, hi; \
+	VMOVUPS lo, (DI); \
+	VMOVUPS hi, 32(DI); \
+	ADDQ DX, DI
+
+// func sgemmKernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32)
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $2, DX
+
+	// Bring the C tile towards L1 while the loop runs.
+	MOVQ DI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+	MOVQ CX, R9
+	SHRQ $2, R9
+	JZ   s_tail
+
+s_loop4:
+	PREFETCHT0 384(AX)
+	SSTEP(0, 0)
+	SSTEP(24, 64)
+	SSTEP(48, 128)
+	SSTEP(72, 192)
+	ADDQ $96, AX
+	ADDQ $256, BX
+	DECQ R9
+	JNZ  s_loop4
+
+s_tail:
+	ANDQ $3, CX
+	JZ   s_store
+
+s_loop1:
+	SSTEP(0, 0)
+	ADDQ $24, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  s_loop1
+
+s_store:
+	VBROADCASTSS alpha+40(FP), Y14
+	VMULPS Y14, Y0, Y0
+	VMULPS Y14, Y1, Y1
+	VMULPS Y14, Y2, Y2
+	VMULPS Y14, Y3, Y3
+	VMULPS Y14, Y4, Y4
+	VMULPS Y14, Y5, Y5
+	VMULPS Y14, Y6, Y6
+	VMULPS Y14, Y7, Y7
+	VMULPS Y14, Y8, Y8
+	VMULPS Y14, Y9, Y9
+	VMULPS Y14, Y10, Y10
+	VMULPS Y14, Y11, Y11
+
+	MOVL beta+44(FP), R8
+	SHLL $1, R8 // drop the sign bit: -0 counts as 0
+	JZ   s_beta0
+
+	VBROADCASTSS beta+44(FP), Y15
+	SSTOREB(Y0, Y1)
+	SSTOREB(Y2, Y3)
+	SSTOREB(Y4, Y5)
+	SSTOREB(Y6, Y7)
+	SSTOREB(Y8, Y9)
+	SSTOREB(Y10, Y11)
+	VZEROUPPER
+	RET
+
+s_beta0:
+	SSTORE0(Y0, Y1)
+	SSTORE0(Y2, Y3)
+	SSTORE0(Y4, Y5)
+	SSTORE0(Y6, Y7)
+	SSTORE0(Y8, Y9)
+	SSTORE0(Y10, Y11)
+	VZEROUPPER
+	RET
+
+// One step of k for float64.
+#define DSTEP(ao, bo) \
+	VMOVUPD bo(BX), Y12; \
+	VMOVUPD bo+32(BX), Y13; \
+	VBROADCASTSD ao(AX), Y14; \
+	VFMADD231PD Y12, Y14, Y0; \
+	VFMADD231PD Y13, Y14, Y1; \
+	VBROADCASTSD ao+8(AX), Y15; \
+	VFMADD231PD Y12, Y15, Y2; \
+	VFMADD231PD Y13, Y15, Y3; \
+	VBROADCASTSD ao+16(AX), Y14; \
+	VFMADD231PD Y12, Y14, Y4; \
+	VFMADD231PD Y13, Y14, Y5; \
+	VBROADCASTSD ao+24(AX), Y15; \
+	VFMADD231PD Y12, Y15, Y6; \
+	VFMADD231PD Y13, Y15, Y7; \
+	VBROADCASTSD ao+32(AX), Y14; \
+	VFMADD231PD Y12, Y14, Y8; \
+	VFMADD231PD Y13, Y14, Y9; \
+	VBROADCASTSD ao+40(AX), Y15; \
+	VFMADD231PD Y12, Y15, Y10; \
+	VFMADD231PD Y13, Y15, Y11
+
+#define DSTORE0(lo, hi) \
+	VMOVUPD lo, (DI); \
+	VMOVUPD hi, 32(DI); \
+	ADDQ DX, DI
+
+#define DSTOREB(lo, hi) \
+	VFMADD231PD (DI), Y15, lo; \
+	VFMADD231PD 32(DI), Y15, hi; \
+	VMOVUPD lo, (DI); \
+	VMOVUPD hi, 32(DI); \
+	ADDQ DX, DI
+
+// func dgemmKernel6x8(k int, a, b, c *float64, ldc int, alpha, beta float64)
+TEXT ·dgemmKernel6x8(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), DX
+	SHLQ $3, DX
+
+	MOVQ DI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+	ADDQ DX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 63(R8)
+
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+	MOVQ CX, R9
+	SHRQ $2, R9
+	JZ   d_tail
+
+d_loop4:
+	PREFETCHT0 576(AX)
+	DSTEP(0, 0)
+	DSTEP(48, 64)
+	DSTEP(96, 128)
+	DSTEP(144, 192)
+	ADDQ $192, AX
+	ADDQ $256, BX
+	DECQ R9
+	JNZ  d_loop4
+
+d_tail:
+	ANDQ $3, CX
+	JZ   d_store
+
+d_loop1:
+	DSTEP(0, 0)
+	ADDQ $48, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  d_loop1
+
+d_store:
+	VBROADCASTSD alpha+40(FP), Y14
+	VMULPD Y14, Y0, Y0
+	VMULPD Y14, Y1, Y1
+	VMULPD Y14, Y2, Y2
+	VMULPD Y14, Y3, Y3
+	VMULPD Y14, Y4, Y4
+	VMULPD Y14, Y5, Y5
+	VMULPD Y14, Y6, Y6
+	VMULPD Y14, Y7, Y7
+	VMULPD Y14, Y8, Y8
+	VMULPD Y14, Y9, Y9
+	VMULPD Y14, Y10, Y10
+	VMULPD Y14, Y11, Y11
+
+	MOVQ beta+48(FP), R8
+	SHLQ $1, R8 // drop the sign bit: -0 counts as 0
+	JZ   d_beta0
+
+	VBROADCASTSD beta+48(FP), Y15
+	DSTOREB(Y0, Y1)
+	DSTOREB(Y2, Y3)
+	DSTOREB(Y4, Y5)
+	DSTOREB(Y6, Y7)
+	DSTOREB(Y8, Y9)
+	DSTOREB(Y10, Y11)
+	VZEROUPPER
+	RET
+
+d_beta0:
+	DSTORE0(Y0, Y1)
+	DSTORE0(Y2, Y3)
+	DSTORE0(Y4, Y5)
+	DSTORE0(Y6, Y7)
+	DSTORE0(Y8, Y9)
+	DSTORE0(Y10, Y11)
+	VZEROUPPER
+	RET

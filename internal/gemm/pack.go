@@ -1,0 +1,93 @@
+package gemm
+
+// packA copies rows [i0, i0+mc) and columns [p0, p0+kc) of op(A) into dst
+// as micro-panels of mr rows: panel q holds rows i0+q*mr.. with element
+// (i, p) at dst[q*mr*kc + p*mr + i]. Rows past mc are zero.
+func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
+	for ir := 0; ir < mc; ir += mr {
+		rows := min(mr, mc-ir)
+		d := dst[ir*kc : (ir+mr)*kc]
+		switch {
+		case !trans && rows == mr:
+			// A stored m×k: six rows read side by side.
+			base := (i0+ir)*lda + p0
+			r0 := a[base : base+kc]
+			r1 := a[base+lda : base+lda+kc]
+			r2 := a[base+2*lda : base+2*lda+kc]
+			r3 := a[base+3*lda : base+3*lda+kc]
+			r4 := a[base+4*lda : base+4*lda+kc]
+			r5 := a[base+5*lda : base+5*lda+kc]
+			p0 := 0
+			if useAsm {
+				p0 = packRows6Asm(d, a, base, lda, kc)
+			}
+			for p := p0; p < kc; p++ {
+				q := d[p*mr : p*mr+mr : p*mr+mr]
+				q[0], q[1], q[2], q[3], q[4], q[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+			}
+		case !trans:
+			clear(d)
+			for i := range rows {
+				base := (i0+ir+i)*lda + p0
+				for p, v := range a[base : base+kc] {
+					d[p*mr+i] = v
+				}
+			}
+		case rows == mr:
+			// A stored k×m: each step p is six contiguous elements.
+			if useAsm {
+				packCols6Asm(d, a, p0*lda+i0+ir, lda, kc)
+				continue
+			}
+			for p := range kc {
+				base := (p0+p)*lda + i0 + ir
+				s := a[base : base+mr : base+mr]
+				q := d[p*mr : p*mr+mr : p*mr+mr]
+				q[0], q[1], q[2], q[3], q[4], q[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+			}
+		default:
+			for p := range kc {
+				base := (p0+p)*lda + i0 + ir
+				q := d[p*mr : p*mr+mr]
+				copy(q, a[base:base+rows])
+				clear(q[rows:])
+			}
+		}
+	}
+}
+
+// packB copies rows [p0, p0+kc) and columns [j0, j0+nc) of op(B) into dst
+// as micro-panels of nr columns: panel q holds columns j0+q*nr.. with
+// element (p, j) at dst[q*nr*kc + p*nr + j]. Columns past nc are zero.
+func packB[T Float](dst, b []T, ldb int, trans bool, p0, kc, j0, nc, nr int) {
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		d := dst[jr*kc : (jr+nr)*kc]
+		if !trans {
+			// B stored k×n: each step p is nr contiguous elements (64
+			// bytes, one cache line of the aligned panel).
+			base := p0*ldb + j0 + jr
+			if useAsm && cols == nr {
+				packBPanelAsm(d, b, base, ldb, kc)
+				continue
+			}
+			for p := range kc {
+				q := d[p*nr : p*nr+nr]
+				copy(q, b[base:base+cols])
+				clear(q[cols:])
+				base += ldb
+			}
+			continue
+		}
+		// B stored n×k: column j of op(B) is a contiguous row of B.
+		if cols < nr {
+			clear(d)
+		}
+		for j := range cols {
+			base := (j0+jr+j)*ldb + p0
+			for p, v := range b[base : base+kc] {
+				d[p*nr+j] = v
+			}
+		}
+	}
+}
