@@ -1,7 +1,7 @@
 package forward
 
 import (
-	"sync"
+	"github.com/tapegrad/tapegrad/internal/gemm"
 
 	"gorgonia.org/tensor"
 
@@ -101,32 +101,12 @@ func matMulKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	return []*tensor.Dense{out}, nil
 }
 
-// Blocking of the portable GEMM (BLIS-style). The micro-kernel computes an
-// mmMR×mmNR tile of C from packed panels; an A block of mmMC×mmKC
-// elements stays in L2, a B micro-panel of mmKC×mmNR in L1.
-const (
-	mmMR = 2
-	mmNR = 4
-	mmKC = 256
-	mmMC = 128
-	mmNC = 1024
-	// mmSerialFlops: below this many multiply-adds one thread does it all.
-	mmSerialFlops = 1 << 17
-)
-
 // matmulInto computes c = op(a)·op(b) for row-major matrices with row
 // strides lda, ldb and ldc: op(a) is m×k (a is stored k×m when transA),
 // op(b) is k×n (b is stored n×k when transB) and c is m×n. c is
-// overwritten, never read (k == 0 gives zeros). Transposes are handled by
-// the packing, never materialised.
-//
-// Work is split across up to threads goroutines by rows and columns of c,
-// never along k, and the k loop is cut into blocks that depend only on k:
-// every element of c is accumulated in the same order for any thread
-// count, so results are bit-identical.
-//
-// This is the single entry point of MatMul's kernel; it is meant to be
-// replaced by internal/gemm (C = 1·op(A)·op(B) + 0·C).
+// overwritten, never read (k == 0 gives zeros). It runs on internal/gemm,
+// which packs the transposes, splits work by rows and columns of c (never
+// along k) and so gives bit-identical results for any thread count.
 func matmulInto[T tensorx.Float](threads int, transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -137,226 +117,7 @@ func matmulInto[T tensorx.Float](threads int, transA, transB bool, m, n, k int, 
 		}
 		return
 	}
-	if m*n*k < mmSerialFlops {
-		threads = 1
-	}
-	ws := mmGetWorkspace[T]()
-	defer mmPutWorkspace(ws)
-	kcMax := min(k, mmKC)
-	mcMax := min(mmRoundUp(m, mmMR), mmMC)
-	ncMax := min(mmRoundUp(n, mmNR), mmNC)
-	bufA := ws.grow(mcMax*kcMax + ncMax*kcMax)
-	packedA, packedB := bufA[:mcMax*kcMax], bufA[mcMax*kcMax:]
-	for jc := 0; jc < n; jc += mmNC {
-		nc := min(mmNC, n-jc)
-		npanels := (nc + mmNR - 1) / mmNR
-		for pc := 0; pc < k; pc += mmKC {
-			kc := min(mmKC, k-pc)
-			first := pc == 0
-			parallel.For(threads, npanels, max(1, 4096/kc), func(lo, hi int) {
-				for jp := lo; jp < hi; jp++ {
-					mmPackB(transB, b, ldb, pc, kc, jc+jp*mmNR, min(mmNR, nc-jp*mmNR), packedB[jp*mmNR*kc:(jp+1)*mmNR*kc])
-				}
-			})
-			for ic := 0; ic < m; ic += mmMC {
-				mc := min(mmMC, m-ic)
-				mpanels := (mc + mmMR - 1) / mmMR
-				parallel.For(threads, mpanels, max(1, 4096/kc), func(lo, hi int) {
-					for ip := lo; ip < hi; ip++ {
-						mmPackA(transA, a, lda, ic+ip*mmMR, min(mmMR, mc-ip*mmMR), pc, kc, packedA[ip*mmMR*kc:(ip+1)*mmMR*kc])
-					}
-				})
-				// Macro-kernel: tiles (jp, ip), split along whichever of
-				// the two has more panels.
-				cblk := c[ic*ldc+jc:]
-				tile := func(jp, ip int) {
-					mmTile(kc, packedA[ip*mmMR*kc:(ip+1)*mmMR*kc], packedB[jp*mmNR*kc:(jp+1)*mmNR*kc],
-						cblk[ip*mmMR*ldc+jp*mmNR:], ldc, min(mmMR, mc-ip*mmMR), min(mmNR, nc-jp*mmNR), first)
-				}
-				tileGrain := max(1, (1<<14)/(kc*mmMR*mmNR))
-				if npanels >= mpanels {
-					parallel.For(threads, npanels, max(1, tileGrain/mpanels), func(lo, hi int) {
-						for jp := lo; jp < hi; jp++ {
-							for ip := 0; ip < mpanels; ip++ {
-								tile(jp, ip)
-							}
-						}
-					})
-				} else {
-					parallel.For(threads, mpanels, max(1, tileGrain/npanels), func(lo, hi int) {
-						for jp := 0; jp < npanels; jp++ {
-							for ip := lo; ip < hi; ip++ {
-								tile(jp, ip)
-							}
-						}
-					})
-				}
-			}
-		}
-	}
-}
-
-func mmRoundUp(x, m int) int { return (x + m - 1) / m * m }
-
-// mmPackA packs rows i0..i0+rows of op(a), columns p0..p0+kc, into dst as
-// dst[p*mmMR+r], padding missing rows with zeros.
-func mmPackA[T tensorx.Float](transA bool, a []T, lda, i0, rows, p0, kc int, dst []T) {
-	dst = dst[:kc*mmMR]
-	if rows < mmMR {
-		clear(dst)
-	}
-	if transA { // op(a)[i][p] = a[p][i]
-		for p := 0; p < kc; p++ {
-			src := a[(p0+p)*lda+i0 : (p0+p)*lda+i0+rows]
-			d := dst[p*mmMR : p*mmMR+rows]
-			copy(d, src)
-		}
-		return
-	}
-	for r := 0; r < rows; r++ {
-		src := a[(i0+r)*lda+p0 : (i0+r)*lda+p0+kc]
-		for p, v := range src {
-			dst[p*mmMR+r] = v
-		}
-	}
-}
-
-// mmPackB packs columns j0..j0+cols of op(b), rows p0..p0+kc, into dst as
-// dst[p*mmNR+c], padding missing columns with zeros.
-func mmPackB[T tensorx.Float](transB bool, b []T, ldb, p0, kc, j0, cols int, dst []T) {
-	dst = dst[:kc*mmNR]
-	if cols < mmNR {
-		clear(dst)
-	}
-	if transB { // op(b)[p][j] = b[j][p]
-		for cc := 0; cc < cols; cc++ {
-			src := b[(j0+cc)*ldb+p0 : (j0+cc)*ldb+p0+kc]
-			for p, v := range src {
-				dst[p*mmNR+cc] = v
-			}
-		}
-		return
-	}
-	if cols == mmNR {
-		for p := 0; p < kc; p++ {
-			src := b[(p0+p)*ldb+j0 : (p0+p)*ldb+j0+mmNR : (p0+p)*ldb+j0+mmNR]
-			d := dst[p*mmNR : p*mmNR+mmNR : p*mmNR+mmNR]
-			d[0], d[1], d[2], d[3] = src[0], src[1], src[2], src[3]
-		}
-		return
-	}
-	for p := 0; p < kc; p++ {
-		copy(dst[p*mmNR:p*mmNR+cols], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+cols])
-	}
-}
-
-// mmTile computes one rows×cols tile (at most mmMR×mmNR) of c from packed
-// panels: c = a·b if first, else c += a·b.
-func mmTile[T tensorx.Float](kc int, a, b, c []T, ldc, rows, cols int, first bool) {
-	var c00, c01, c02, c03, c10, c11, c12, c13 T
-	a = a[:kc*mmMR]
-	b = b[:kc*mmNR]
-	p := 0
-	for ; p+2 <= kc; p += 2 {
-		aa := a[p*mmMR : p*mmMR+4 : p*mmMR+4]
-		bb := b[p*mmNR : p*mmNR+8 : p*mmNR+8]
-		a0, a1 := aa[0], aa[1]
-		b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
-		c00 += a0 * b0
-		c01 += a0 * b1
-		c02 += a0 * b2
-		c03 += a0 * b3
-		c10 += a1 * b0
-		c11 += a1 * b1
-		c12 += a1 * b2
-		c13 += a1 * b3
-		a0, a1 = aa[2], aa[3]
-		b0, b1, b2, b3 = bb[4], bb[5], bb[6], bb[7]
-		c00 += a0 * b0
-		c01 += a0 * b1
-		c02 += a0 * b2
-		c03 += a0 * b3
-		c10 += a1 * b0
-		c11 += a1 * b1
-		c12 += a1 * b2
-		c13 += a1 * b3
-	}
-	if p < kc {
-		aa := a[p*mmMR : p*mmMR+2 : p*mmMR+2]
-		bb := b[p*mmNR : p*mmNR+4 : p*mmNR+4]
-		a0, a1 := aa[0], aa[1]
-		b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
-		c00 += a0 * b0
-		c01 += a0 * b1
-		c02 += a0 * b2
-		c03 += a0 * b3
-		c10 += a1 * b0
-		c11 += a1 * b1
-		c12 += a1 * b2
-		c13 += a1 * b3
-	}
-	if rows == mmMR && cols == mmNR {
-		r0 := c[0:4:4]
-		r1 := c[ldc : ldc+4 : ldc+4]
-		if first {
-			r0[0], r0[1], r0[2], r0[3] = c00, c01, c02, c03
-			r1[0], r1[1], r1[2], r1[3] = c10, c11, c12, c13
-		} else {
-			r0[0] += c00
-			r0[1] += c01
-			r0[2] += c02
-			r0[3] += c03
-			r1[0] += c10
-			r1[1] += c11
-			r1[2] += c12
-			r1[3] += c13
-		}
-		return
-	}
-	t := [mmMR][mmNR]T{{c00, c01, c02, c03}, {c10, c11, c12, c13}}
-	for i := 0; i < rows; i++ {
-		r := c[i*ldc : i*ldc+cols]
-		for j := range r {
-			if first {
-				r[j] = t[i][j]
-			} else {
-				r[j] += t[i][j]
-			}
-		}
-	}
-}
-
-// mmWorkspace holds packing buffers, recycled through a pool per element
-// type so steady-state calls do not allocate.
-type mmWorkspace[T tensorx.Float] struct{ buf []T }
-
-func (w *mmWorkspace[T]) grow(n int) []T {
-	if cap(w.buf) < n {
-		w.buf = make([]T, n)
-	}
-	return w.buf[:n]
-}
-
-var (
-	mmPool32 = sync.Pool{New: func() any { return new(mmWorkspace[float32]) }}
-	mmPool64 = sync.Pool{New: func() any { return new(mmWorkspace[float64]) }}
-)
-
-func mmGetWorkspace[T tensorx.Float]() *mmWorkspace[T] {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return mmPool32.Get().(*mmWorkspace[T])
-	}
-	return mmPool64.Get().(*mmWorkspace[T])
-}
-
-func mmPutWorkspace[T tensorx.Float](w *mmWorkspace[T]) {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		mmPool32.Put(w)
-		return
-	}
-	mmPool64.Put(w)
+	gemm.Gemm(transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, threads)
 }
 
 // ---------------------------------------------------------------------------

@@ -126,6 +126,8 @@ func TestMatmulIntoOddSizes(t *testing.T) {
 // TestMatmulIntoBlocks crosses the KC, MC and NC block boundaries and the
 // degenerate sizes.
 func TestMatmulIntoBlocks(t *testing.T) {
+	// Block sizes around internal/gemm's (kc 256, mc ~144, nc ~2048/4096).
+	const mmKC, mmMC, mmNC = 256, 144, 2048
 	r := rand.New(rand.NewSource(22))
 	cases := [][3]int{
 		{3, 5, 0}, {0, 4, 3}, {4, 0, 3},
