@@ -5,7 +5,7 @@ GOLDEN_FAMILIES ?= conv2d
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 FUZZTIME ?= 20s
 
-.PHONY: all test vet fmt-check unit gradcheck conformance bench fuzz demo train data help
+.PHONY: all test vet fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare fuzz demo train data help
 
 all: test
 
@@ -48,3 +48,19 @@ fuzz:
 
 demo:
 	@echo "make demo: not yet — the Fashion-MNIST example lands with the training issue."
+
+# Same-run comparison with PyTorch (needs python3-torch and OpenBLAS:
+# `make bench-deps`). THREADS=1|2, WORKLOADS=W1,W2,... (default: all).
+THREADS ?= 1
+WORKLOADS ?=
+BENCH_DIR ?= /tmp/tapegrad-bench
+bench-deps:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread
+
+bench-compare:
+	mkdir -p $(BENCH_DIR)
+	$(GO) run ./cmd/bench -json -threads $(THREADS) $(if $(WORKLOADS),-workload $(WORKLOADS)) > $(BENCH_DIR)/go.jsonl
+	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch.jsonl
+	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) --channels-last $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch_cl.jsonl
+	/usr/bin/python3 cmd/bench/gemm_torch.py --threads $(THREADS) > $(BENCH_DIR)/torch_gemm.jsonl
+	/usr/bin/python3 cmd/bench/compare.py $(BENCH_DIR)/go.jsonl $(BENCH_DIR)/torch.jsonl $(BENCH_DIR)/torch_cl.jsonl $(BENCH_DIR)/torch_gemm.jsonl
