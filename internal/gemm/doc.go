@@ -4,29 +4,43 @@
 //
 // for row-major float32 and float64 matrices with arbitrary row strides.
 //
+// # Algorithm
+//
 // The algorithm follows BLIS. For each block of NC columns of C and each
 // block of KC steps of the inner dimension, a kc×nc panel of op(B) is packed
 // into NR-column micro-panels; for each block of MC rows an mc×kc panel of
 // op(A) is packed into MR-row micro-panels (sized for the L2 cache); then a
 // register-blocked micro-kernel multiplies one A micro-panel by one B
 // micro-panel (kept in L1) into an MR×NR tile of C. Tiles at the right and
-// bottom edges go through a small buffer, so the micro-kernel always works
-// on full tiles.
+// bottom edges run the same kernel on a small buffer, so the micro-kernel
+// always works on full tiles. When op(B)'s packed column block for the
+// whole inner dimension is small (up to 4 MiB, typical of convolutions,
+// where n is the channel count), all of it is packed first and each A row
+// block is swept once with its C block kept in cache.
 //
 // On amd64 CPUs with AVX2 and FMA the micro-kernels are Go assembly:
 // 6×16 for float32 and 6×8 for float64, twelve YMM accumulators updated
-// with VFMADD231PS/PD from broadcast loads of A. Elsewhere, without those
-// features at run time, or under the noasm build tag, a portable Go
-// micro-kernel with the same blocking is used; the two agree up to
+// with VFMADD231PS/PD from broadcast loads of A; packing uses assembly
+// too (a 6×8 register transpose for A, 64-byte row copies for B).
+// Elsewhere, without those features at run time, or under the noasm build
+// tag, portable Go with the same blocking is used; the two agree up to
 // rounding (the assembly fuses multiply and add).
+//
+// # Threads and determinism
 //
 // Threads split C into a grid of row and column ranges aligned to the
 // micro-tile, never the inner dimension, and the inner dimension is cut into
 // blocks that depend only on k. Every element of C therefore sees the same
-// operations in the same order whatever the thread count, and results are
-// bit-identical for any number of threads.
+// operations in the same order whatever the thread count, the loop order
+// or the blocking of rows and columns: results are bit-identical for any
+// number of threads. Each range gets at least about 2 MFLOP of work, so
+// small products run on fewer goroutines than asked for.
+//
+// # Memory
 //
 // Packing buffers are cached: Gemm takes a Workspace from an internal free
 // list and GemmWS uses one the caller owns, so steady-state calls do not
-// allocate.
+// allocate (the parallel path allocates only its goroutines). A Workspace
+// keeps, per thread and element type, at most about 4 MiB for B and
+// 150 KiB for A.
 package gemm

@@ -308,7 +308,7 @@ func TestGemmScalars(t *testing.T) {
 // bits, on shapes that are really split, and so does the other loop order
 // (B packed one k block at a time).
 func TestGemmThreadsBitIdentical(t *testing.T) {
-	shapes := [][3]int{{70, 70, 70}, {200, 33, 260}, {13, 300, 100}, {127, 129, 513}}
+	shapes := [][3]int{{100, 100, 250}, {200, 40, 300}, {13, 400, 500}, {127, 129, 513}}
 	for _, p := range paths(t) {
 		withAsm(p.asm, func() {
 			rng := rand.New(rand.NewPCG(7, 8))

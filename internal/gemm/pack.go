@@ -17,11 +17,11 @@ func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
 			r3 := a[base+3*lda : base+3*lda+kc]
 			r4 := a[base+4*lda : base+4*lda+kc]
 			r5 := a[base+5*lda : base+5*lda+kc]
-			p0 := 0
+			done := 0 // columns packed by the assembly routine
 			if useAsm {
-				p0 = packRows6Asm(d, a, base, lda, kc)
+				done = packRows6Asm(d, a, base, lda, kc)
 			}
-			for p := p0; p < kc; p++ {
+			for p := done; p < kc; p++ {
 				q := d[p*mr : p*mr+mr : p*mr+mr]
 				q[0], q[1], q[2], q[3], q[4], q[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 			}
