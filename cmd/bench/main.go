@@ -113,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(wantModes) > 0 && !wantModes[m.name] {
 				continue
 			}
+			runtime.GC() // collect setup garbage before timing
 			times, err := timeIt(m.run, *warmup, *reps, *minTime)
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: %s %s: %v\n", w.name, m.name, err)
