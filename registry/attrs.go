@@ -245,10 +245,22 @@ var typeAttrs = map[string]bool{
 	"U": true, "Tmultiples": true,
 }
 
-// ParseAttrs builds the op's attr struct from TensorFlow attribute names
-// and JSON-decoded values (as in the golden-case files), then normalises
-// it. Unknown names are an error; TensorFlow's inferred type attrs ("T",
-// "Tidx", ...) are ignored.
+// ParsedAttrs is what ParseAttrs returns: an op's attr struct (Value)
+// built from TensorFlow names. Unlike a struct written in Go, where a zero
+// field means "TensorFlow's default", an attr given explicitly keeps its
+// value even when it is Go's zero value, so {"num_bits": 0} stays 0 and is
+// refused by the kernel, as TensorFlow refuses it. Pass it wherever attrs
+// are taken (Tape.Apply, Run); NormalizeAttrs unwraps it.
+type ParsedAttrs struct {
+	// Value is the op's attr struct, defaults filled in for absent attrs.
+	Value any
+}
+
+// ParseAttrs builds the op's attrs from TensorFlow attribute names and
+// JSON-decoded values (as in the golden-case files). Absent attrs take
+// TensorFlow's defaults; unknown names are an error; TensorFlow's inferred
+// type attrs ("T", "Tidx", ...) are ignored. The result is a ParsedAttrs
+// (nil for ops without attrs).
 func (d *OpDef) ParseAttrs(m map[string]any) (any, error) {
 	if d.attrSpec == nil {
 		for k := range m {
@@ -260,6 +272,7 @@ func (d *OpDef) ParseAttrs(m map[string]any) (any, error) {
 	}
 	s := d.attrSpec
 	v := reflect.New(s.typ).Elem()
+	given := make([]bool, len(s.fields))
 	for k, raw := range m {
 		i, ok := s.byName[k]
 		if !ok {
@@ -277,8 +290,37 @@ func (d *OpDef) ParseAttrs(m map[string]any) (any, error) {
 			return nil, Errorf(ErrInvalidArgument, "%s: attr %s: %v", d.Name, k, err)
 		}
 		v.Field(f.index).Set(cv)
+		given[i] = true
 	}
-	return d.NormalizeAttrs(v.Interface())
+	for i, f := range s.fields {
+		if !given[i] && f.def.IsValid() {
+			v.Field(f.index).Set(f.def)
+		}
+	}
+	if err := d.checkAllowed(v); err != nil {
+		return nil, err
+	}
+	return ParsedAttrs{Value: v.Interface()}, nil
+}
+
+func (d *OpDef) checkAllowed(v reflect.Value) error {
+	for _, f := range d.attrSpec.fields {
+		if f.allowed == nil {
+			continue
+		}
+		got := v.Field(f.index).String()
+		ok := false
+		for _, a := range f.allowed {
+			if got == a {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return Errorf(ErrInvalidArgument, "%s: attr %s=%q is not in the allowed values {%s}", d.Name, f.name, got, strings.Join(f.allowed, ", "))
+		}
+	}
+	return nil
 }
 
 // NormalizeAttrs checks that attrs is the op's attr struct (or a pointer to
@@ -292,6 +334,19 @@ func (d *OpDef) NormalizeAttrs(attrs any) (any, error) {
 			return nil, Errorf(ErrInvalidArgument, "%s: the op takes no attrs, got %T", d.Name, attrs)
 		}
 		return nil, nil
+	}
+	switch p := attrs.(type) {
+	case ParsedAttrs:
+		attrs = p.Value
+		if reflect.TypeOf(attrs) != s.typ {
+			return nil, Errorf(ErrInvalidArgument, "%s: attrs must be %v, got parsed %T", d.Name, s.typ, attrs)
+		}
+		return attrs, d.checkAllowed(reflect.ValueOf(attrs))
+	case *ParsedAttrs:
+		if p == nil || reflect.TypeOf(p.Value) != s.typ {
+			return nil, Errorf(ErrInvalidArgument, "%s: attrs must be %v, got %T", d.Name, s.typ, attrs)
+		}
+		return p.Value, d.checkAllowed(reflect.ValueOf(p.Value))
 	}
 	var v reflect.Value
 	switch {
@@ -319,19 +374,9 @@ func (d *OpDef) NormalizeAttrs(attrs any) (any, error) {
 		if f.def.IsValid() && fv.IsZero() {
 			fv.Set(f.def)
 		}
-		if f.allowed != nil {
-			got := fv.String()
-			ok := false
-			for _, a := range f.allowed {
-				if got == a {
-					ok = true
-					break
-				}
-			}
-			if !ok {
-				return nil, Errorf(ErrInvalidArgument, "%s: attr %s=%q is not in the allowed values {%s}", d.Name, f.name, got, strings.Join(f.allowed, ", "))
-			}
-		}
+	}
+	if err := d.checkAllowed(v); err != nil {
+		return nil, err
 	}
 	return v.Interface(), nil
 }

@@ -77,7 +77,14 @@ func TestParseAttrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := a.(attrsT)
+	n, err := d.NormalizeAttrs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := n.(attrsT)
+	if got.NumBits != 8 || got.DataFormat != "NHWC" {
+		t.Fatalf("defaults of absent attrs not applied: %+v", got)
+	}
 	if got.Strides[1] != 2 || got.Padding != "VALID" || *got.Epsilon != 0.001 || *got.Training || got.Ratio[1] != 1.44 || got.DstT != tensor.Int32 {
 		t.Fatalf("parsed %+v", got)
 	}
@@ -89,6 +96,26 @@ func TestParseAttrs(t *testing.T) {
 			t.Errorf("%s: err = %v", bad, err)
 		}
 		m = nil
+	}
+}
+
+// An attr given explicitly keeps Go's zero value instead of the default,
+// so a kernel can refuse it as TensorFlow does.
+func TestParseAttrsExplicitZero(t *testing.T) {
+	d, _ := registry.Lookup("regtest.Attrs")
+	a, err := d.ParseAttrs(map[string]any{"num_bits": 0.0, "padding": "SAME"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := d.NormalizeAttrs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.(attrsT).NumBits; got != 0 {
+		t.Fatalf("explicit num_bits 0 became %d", got)
+	}
+	if _, err := d.NormalizeAttrs(registry.ParsedAttrs{Value: 3}); !errors.Is(err, registry.ErrInvalidArgument) {
+		t.Fatalf("wrong parsed type: %v", err)
 	}
 }
 
@@ -173,8 +200,8 @@ func FuzzParseAttrs(f *testing.F) {
 		}
 		a, err := d.ParseAttrs(m)
 		if err == nil {
-			if _, ok := a.(attrsT); !ok {
-				t.Fatalf("ParseAttrs returned %T", a)
+			if _, err := d.NormalizeAttrs(a); err != nil {
+				t.Fatalf("parsed attrs do not normalise: %v", err)
 			}
 		}
 	})

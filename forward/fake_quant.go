@@ -1,0 +1,777 @@
+package forward
+
+import (
+	"math"
+	"strconv"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/parallel"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Fake-quantisation family, bit-exact with TensorFlow's float32 CPU
+// kernels (spec/fake_quant.md):
+//
+//   - FakeQuantWithMinMaxArgs(inputs), range from attrs;
+//   - FakeQuantWithMinMaxVars(inputs, min, max), scalar range;
+//   - FakeQuantWithMinMaxVarsPerChannel(inputs, min, max), one range per
+//     channel (the last axis of inputs, any rank >= 1);
+//   - their gradient ops (TensorFlow's straight-through rule), which
+//     produce the input gradient and, for Vars/PerChannel, the min/max
+//     gradients in one fused pass;
+//   - two ops TensorFlow lacks, tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint
+//     and tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint: the
+//     adjoints of the (linear in `gradients`) gradient ops, so that the
+//     gradient ops have gradients and every order of differentiation works.
+//
+// Numerics. float32 is TensorFlow's dtype: every + − × ÷ of the spec is
+// rounded to float32 (explicit conversions at each rounding point keep Go
+// from fusing a multiply and an add into one FMA). float64 is an extension:
+// the same algorithm, the same operation order, in float64 arithmetic
+// (Args' float32 min/max attrs are widened exactly). Element rounding is
+// floor(v + 0.5) (round half up); the zero point is rounded half away from
+// zero (C++ std::round) and clamped to [quant_min, quant_max]. Args and
+// PerChannel multiply by the separately computed inverse scale
+// (quant_max − quant_min)/(max − min); Vars divides by the scale, as
+// TensorFlow's kernels do (the two can differ in the last bit).
+//
+// NaN inputs: TensorFlow leaves the result undefined; here a NaN input
+// gives a NaN output and is neither inside nor outside the range for the
+// gradients (its input gradient is 0 and it adds to no min/max sum), as
+// TensorFlow's comparisons do; in the min == max == 0 case it outputs 0 and
+// passes its gradient, like every other input. A NaN zero point (NaN min
+// or max) is treated as quant_min. Degenerate ranges TensorFlow does not
+// check (min > max, min == max != 0) run the formulas as written.
+
+// FakeQuantAttrs are the attrs of FakeQuantWithMinMaxVars,
+// FakeQuantWithMinMaxVarsPerChannel, their gradient ops and the tapegrad
+// adjoint ops. In a Go struct NumBits 0 means TensorFlow's default 8; an
+// explicit num_bits 0 from registry.ParseAttrs (golden files) is kept and
+// refused like any value outside 2..16.
+type FakeQuantAttrs struct {
+	// NumBits is the quantiser's bit width, 2..16 (default 8).
+	NumBits int `tf:"num_bits" default:"8"`
+	// NarrowRange makes the grid [1, 2^num_bits − 1] instead of
+	// [0, 2^num_bits − 1].
+	NarrowRange bool `tf:"narrow_range"`
+}
+
+// FakeQuantArgsAttrs are the attrs of FakeQuantWithMinMaxArgs and
+// FakeQuantWithMinMaxArgsGradient. Min and Max are pointers because 0 is a
+// legal value that differs from TensorFlow's defaults (-6 and 6); nil means
+// the default. Write them with new, e.g. Min: new(float32(-1)).
+type FakeQuantArgsAttrs struct {
+	// Min is the lower end of the range (default -6); it must be < Max.
+	Min *float32 `tf:"min" default:"-6"`
+	// Max is the upper end of the range (default 6).
+	Max *float32 `tf:"max" default:"6"`
+	// NumBits is the quantiser's bit width, 2..16 (default 8).
+	NumBits int `tf:"num_bits" default:"8"`
+	// NarrowRange makes the grid [1, 2^num_bits − 1].
+	NarrowRange bool `tf:"narrow_range"`
+}
+
+// Op names of the family.
+const (
+	fqArgs        = "FakeQuantWithMinMaxArgs"
+	fqArgsGrad    = "FakeQuantWithMinMaxArgsGradient"
+	fqVars        = "FakeQuantWithMinMaxVars"
+	fqVarsGrad    = "FakeQuantWithMinMaxVarsGradient"
+	fqVarsAdj     = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
+	fqChannel     = "FakeQuantWithMinMaxVarsPerChannel"
+	fqChannelGrad = "FakeQuantWithMinMaxVarsPerChannelGradient"
+	fqChannelAdj  = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
+)
+
+func init() {
+	registry.MustRegister(&registry.OpDef{
+		Name: fqArgs,
+		Doc: "outputs = inputs snapped to the num_bits grid of the attr range [min, max] (nudged so that 0 is on the grid), " +
+			"clamped; float32 (TensorFlow) and float64",
+		Inputs: args("inputs"), Outputs: args("outputs"), Attrs: FakeQuantArgsAttrs{},
+		Kernels: floatKernels(fqArgsKernel[float32], fqArgsKernel[float64]),
+		Samples: fqArgsSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name:   fqArgsGrad,
+		Doc:    "backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs)",
+		Inputs: args("gradients", "inputs"), Outputs: args("backprops"), Attrs: FakeQuantArgsAttrs{},
+		Kernels: floatKernels(fqArgsGradKernel[float32], fqArgsGradKernel[float64]),
+		Samples: fqArgsGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqVars,
+		Doc: "outputs = inputs snapped to the num_bits grid of the scalar range [min, max] (nudged so that 0 is on the grid), " +
+			"clamped; 0 if min == max == 0",
+		Inputs: args("inputs", "min", "max"), Outputs: args("outputs"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqVarsKernel[float32], fqVarsKernel[float64]),
+		Samples: fqVarsSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqVarsGrad,
+		Doc: "straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, " +
+			"backprop_wrt_min/max = sums of gradients below/above it (scalars)",
+		Inputs:  args("gradients", "inputs", "min", "max"),
+		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqVarsGradKernel[float32], fqVarsGradKernel[float64]),
+		Samples: fqVarsGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqVarsAdj,
+		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, " +
+			"d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient)",
+		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
+		Outputs: args("d_gradients"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqVarsAdjKernel[float32], fqVarsAdjKernel[float64]),
+		Samples: fqVarsAdjSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqChannel,
+		Doc: "outputs = inputs snapped, per channel c of the last axis, to the num_bits grid of [min[c], max[c]] " +
+			"(nudged so that 0 is on the grid), clamped; 0 in channels with min == max == 0",
+		Inputs: args("inputs", "min", "max"), Outputs: args("outputs"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqChannelKernel[float32], fqChannelKernel[float64]),
+		Samples: fqChannelSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqChannelGrad,
+		Doc: "straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's " +
+			"nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4",
+		Inputs:  args("gradients", "inputs", "min", "max"),
+		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqChannelGradKernel[float32], fqChannelGradKernel[float64]),
+		Samples: fqChannelGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqChannelAdj,
+		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, " +
+			"d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient)",
+		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
+		Outputs: args("d_gradients"), Attrs: FakeQuantAttrs{},
+		Kernels: floatKernels(fqChannelAdjKernel[float32], fqChannelAdjKernel[float64]),
+		Samples: fqChannelAdjSamples,
+	})
+}
+
+// ---------------------------------------------------------------------------
+// The quantisation grid.
+
+// fqGrid is the nudged grid of one range, in the element type.
+type fqGrid[T tensorx.Float] struct {
+	nmin, nmax T // nudged bounds
+	scale      T // grid step
+	inv        T // (quant_max − quant_min) / (max − min), computed separately
+	qzero      T // floor(−nmin·inv + 0.5): the grid index of real 0
+	zero       bool
+}
+
+// fqQuantRange returns quant_min and quant_max for num_bits and
+// narrow_range.
+func fqQuantRange(numBits int, narrow bool) (qmin, qmax int) {
+	if narrow {
+		qmin = 1
+	}
+	return qmin, 1<<numBits - 1
+}
+
+// fqFloor is floor(v): v is already rounded to T, and floor is exact in
+// float64 for both element types. (Truncating through an integer and
+// stepping down for negative fractions measured slower here: the step is
+// a mispredicted branch for half the negative values.)
+func fqFloor[T tensorx.Float](v T) T { return T(math.Floor(float64(v))) }
+
+// fqNudge computes the nudged grid of [lo, hi] = [min, max] (spec §2),
+// every operation rounded to T. The quant_zero index uses the inverse
+// scale for every op, as the spec writes it (for Vars, −nmin/scale would
+// floor to the same integer: −nmin is (zp − quant_min)·scale to within an
+// ulp). The min == max == 0 case is flagged (zero) and
+// its grid is all zeros; callers give it its special meaning.
+func fqNudge[T tensorx.Float](lo, hi T, qmin, qmax int) fqGrid[T] {
+	if lo == 0 && hi == 0 {
+		return fqGrid[T]{zero: true}
+	}
+	qminF, qmaxF := T(qmin), T(qmax)
+	steps := T(qmaxF - qminF) // exact: integers below 2^16
+	rng := T(hi - lo)
+	scale := T(rng / steps)
+	inv := T(steps / rng)
+	zpFromMin := T(qminF - T(lo/scale))
+	var zp T
+	switch {
+	case zpFromMin < qminF:
+		zp = qminF
+	case zpFromMin > qmaxF:
+		zp = qmaxF
+	case zpFromMin == zpFromMin:
+		zp = T(math.Round(float64(zpFromMin))) // half away from zero, as std::round
+	default: // NaN: TensorFlow's integer cast is undefined
+		zp = qminF
+	}
+	g := fqGrid[T]{scale: scale, inv: inv}
+	g.nmin = T(T(qminF-zp) * scale)
+	g.nmax = T(T(qmaxF-zp) * scale)
+	g.qzero = fqFloor(T(T(-g.nmin*g.inv) + 0.5))
+	return g
+}
+
+// quantMul is the forward of one element with multiplication by the
+// inverse scale (Args, PerChannel):
+// floor(((clamp(x) − nmin)·inv − qzero) + 0.5)·scale.
+func (g *fqGrid[T]) quantMul(x T) T {
+	v := x
+	if v > g.nmax { // min(x, nmax) first, as TensorFlow
+		v = g.nmax
+	}
+	if v < g.nmin {
+		v = g.nmin
+	}
+	t := T(T(v-g.nmin) * g.inv)
+	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
+}
+
+// quantDiv is quantMul with a division by the scale (Vars).
+func (g *fqGrid[T]) quantDiv(x T) T {
+	v := x
+	if v > g.nmax {
+		v = g.nmax
+	}
+	if v < g.nmin {
+		v = g.nmin
+	}
+	t := T(T(v-g.nmin) / g.scale)
+	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
+}
+
+// ---------------------------------------------------------------------------
+// Validation.
+
+// fqShapeString formats a shape as TensorFlow does ("[2,3]", "[]").
+func fqShapeString(s []int) string {
+	b := make([]byte, 0, 16)
+	b = append(b, '[')
+	for i, d := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(d), 10)
+	}
+	return string(append(b, ']'))
+}
+
+// fqBits checks num_bits and returns the integer grid bounds.
+func fqBits(op string, numBits int, narrow bool) (qmin, qmax int, err error) {
+	if numBits < 2 || numBits > 16 {
+		return 0, 0, registry.Errorf(registry.ErrInvalidArgument, "%s: num_bits must be between 2 and 16, inclusive (got %d)", op, numBits)
+	}
+	qmin, qmax = fqQuantRange(numBits, narrow)
+	return qmin, qmax, nil
+}
+
+// fqDtypes checks that every input has the dtype of input 0.
+func fqDtypes(op string, names []string, in []*tensor.Dense) error {
+	for i, t := range in[1:] {
+		if t.Dtype() != in[0].Dtype() {
+			return registry.Errorf(registry.ErrDtype, "%s: %s has dtype %v, expected %v like %s", op, names[i+1], t.Dtype(), in[0].Dtype(), names[0])
+		}
+	}
+	return nil
+}
+
+// fqSameShape checks that gradients (or d_backprops) and inputs have the
+// same shape.
+func fqSameShape(op, what string, g, x *tensor.Dense) error {
+	if !tensorx.SameShape(g.Shape(), x.Shape()) {
+		return registry.Errorf(registry.ErrShape, "%s: gradient and input must be the same size (%s %s, inputs %s)",
+			op, what, fqShapeString(g.Shape()), fqShapeString(x.Shape()))
+	}
+	return nil
+}
+
+// fqScalars checks that min and max (and any further range-shaped
+// tensors, e.g. d_min and d_max) are scalars.
+func fqScalars(op string, names []string, ts ...*tensor.Dense) error {
+	for i, t := range ts {
+		if r := len(t.Shape()); r != 0 {
+			return registry.Errorf(registry.ErrShape, "%s: `%s` must be rank 0 but is rank %d", op, names[i], r)
+		}
+	}
+	return nil
+}
+
+// fqChannels checks the per-channel shapes: inputs of rank >= 1 (and at
+// most maxRank if > 0), range tensors of shape [d] with d the last
+// dimension of inputs. It returns d.
+func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*tensor.Dense) (int, error) {
+	s := x.Shape()
+	if len(s) < 1 {
+		return 0, registry.Errorf(registry.ErrShape, "%s: input must be at least rank 1, got shape %s", op, fqShapeString(s))
+	}
+	if maxRank > 0 && len(s) > maxRank {
+		return 0, registry.Errorf(registry.ErrShape, "%s: inputs must be at most rank %d, got shape %s", op, maxRank, fqShapeString(s))
+	}
+	d := s[len(s)-1]
+	for i, t := range ts {
+		ts := t.Shape()
+		if len(ts) != 1 {
+			return 0, registry.Errorf(registry.ErrShape, "%s: `%s` must be rank 1 but is rank %d", op, names[i], len(ts))
+		}
+		if ts[0] != d {
+			return 0, registry.Errorf(registry.ErrShape, "%s: %s has incorrect size, expected %d was %d", op, names[i], d, ts[0])
+		}
+	}
+	return d, nil
+}
+
+// ---------------------------------------------------------------------------
+// Loops. Every loop works on a flat element range [lo, hi) of a tensor
+// whose channel (grid index) is the flat index modulo d; the per-tensor ops
+// use d = 1. Grids are precomputed once per channel.
+
+// fqGrainElems is the number of elements per parallel chunk. It is fixed,
+// so the chunks (and the per-chunk partial sums of the gradients) depend
+// only on the shapes, never on the thread count.
+const fqGrainElems = 1 << 15
+
+// fqForwardMul quantises x[lo:hi] into y with the multiplying form.
+func fqForwardMul[T tensorx.Float](grids []fqGrid[T], x, y []T, lo, hi int) {
+	d := len(grids)
+	if d == 1 {
+		g := grids[0]
+		for i := lo; i < hi; i++ {
+			y[i] = g.quantMul(x[i])
+		}
+		return
+	}
+	c := lo % d
+	for i := lo; i < hi; {
+		// Run to the end of the current row, then start rows at channel 0.
+		end := min(hi, i+d-c)
+		gs := grids[c : c+end-i]
+		xs, ys := x[i:end], y[i:end]
+		for k := range gs {
+			ys[k] = gs[k].quantMul(xs[k])
+		}
+		i, c = end, 0
+	}
+}
+
+// fqGradBounds are the bounds of the straight-through gradient of one
+// channel: the nudged range, or (-Inf, +Inf) with zero set for the
+// min == max == 0 case.
+type fqGradBounds[T tensorx.Float] struct {
+	lo, hi T
+	zero   bool
+}
+
+// fqBounds returns the gradient bounds of every grid.
+func fqBounds[T tensorx.Float](grids []fqGrid[T]) []fqGradBounds[T] {
+	b := make([]fqGradBounds[T], len(grids))
+	for c, g := range grids {
+		if g.zero {
+			b[c] = fqGradBounds[T]{lo: T(math.Inf(-1)), hi: T(math.Inf(1)), zero: true}
+			continue
+		}
+		b[c] = fqGradBounds[T]{lo: g.nmin, hi: g.nmax}
+	}
+	return b
+}
+
+// fqGradRange is the fused gradient pass over [lo, hi) (whole rows of d
+// = len(b) elements): the input gradient (gradients inside [lo, hi] of the
+// channel, inclusive) and the partial sums of the gradients strictly below
+// / above the range, per channel, in float64. In a min == max == 0 channel
+// every gradient passes through (NaN inputs included).
+func fqGradRange[T tensorx.Float](b []fqGradBounds[T], g, x, bi []T, lo, hi int, below, above []float64) {
+	d := len(b)
+	if d == 1 {
+		p := b[0]
+		var sb, sa float64
+		for i := lo; i < hi; i++ {
+			v, gv := x[i], g[i]
+			if v >= p.lo && v <= p.hi || p.zero {
+				bi[i] = gv
+				continue
+			}
+			bi[i] = 0
+			if v < p.lo {
+				sb += float64(gv)
+			} else if v > p.hi {
+				sa += float64(gv)
+			}
+		}
+		below[0] += sb
+		above[0] += sa
+		return
+	}
+	below, above = below[:d], above[:d]
+	for r := lo; r < hi; r += d {
+		xs, gs, bs := x[r:r+d], g[r:r+d], bi[r:r+d]
+		for c := range b {
+			p := &b[c]
+			v, gv := xs[c], gs[c]
+			if v >= p.lo && v <= p.hi {
+				bs[c] = gv
+				continue
+			}
+			switch {
+			case p.zero:
+				bs[c] = gv
+			case v < p.lo:
+				bs[c] = 0
+				below[c] += float64(gv)
+			case v > p.hi:
+				bs[c] = 0
+				above[c] += float64(gv)
+			default: // NaN
+				bs[c] = 0
+			}
+		}
+	}
+}
+
+// fqAdjRange is the adjoint pass over [lo, hi) (whole rows): d_backprops
+// inside the range, d_min[c] below it, d_max[c] above it, 0 for NaN
+// inputs; everything passes in a min == max == 0 channel.
+func fqAdjRange[T tensorx.Float](b []fqGradBounds[T], dbi, dmin, dmax, x, out []T, lo, hi int) {
+	d := len(b)
+	dmin, dmax = dmin[:d], dmax[:d]
+	for r := lo; r < hi; r += d {
+		xs, ds, os := x[r:r+d], dbi[r:r+d], out[r:r+d]
+		for c := range b {
+			p := &b[c]
+			v := xs[c]
+			switch {
+			case v >= p.lo && v <= p.hi, p.zero:
+				os[c] = ds[c]
+			case v < p.lo:
+				os[c] = dmin[c]
+			case v > p.hi:
+				os[c] = dmax[c]
+			default:
+				os[c] = 0
+			}
+		}
+	}
+}
+
+// fqGrids nudges every channel's range.
+func fqGrids[T tensorx.Float](mins, maxs []T, qmin, qmax int) []fqGrid[T] {
+	grids := make([]fqGrid[T], len(mins))
+	for c := range grids {
+		grids[c] = fqNudge(mins[c], maxs[c], qmin, qmax)
+	}
+	return grids
+}
+
+// fqForward runs the multiplying forward over x with one grid per channel
+// (d = len(grids)), in parallel, and zeroes the min == max == 0 channels.
+func fqForward[T tensorx.Float](kc *registry.KernelCtx, grids []fqGrid[T], x, y []T) {
+	var zeros []int
+	for c := range grids {
+		if grids[c].zero {
+			zeros = append(zeros, c)
+		}
+	}
+	d := len(grids)
+	grain := max(d, fqGrainElems/d*d)
+	parallel.For(kc.NumThreads(), len(x), grain, func(lo, hi int) {
+		fqForwardMul(grids, x, y, lo, hi)
+		// The zero grid already maps every non-NaN input to +0; set the
+		// zero channels explicitly so that NaN inputs give 0 too.
+		for _, c := range zeros {
+			for i := lo - lo%d + c; i < hi; i += d {
+				if i >= lo {
+					y[i] = 0
+				}
+			}
+		}
+	})
+}
+
+// fqGradient runs the fused gradient pass in fixed chunks and writes the
+// per-channel sums (combined in chunk order) into bmin and bmax.
+func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], g, x, bi, bmin, bmax []T) error {
+	d := len(b)
+	n := len(x)
+	grain := max(d, fqGrainElems/d*d)
+	nc := parallel.Chunks(n, grain)
+	part, err := registry.Scratch[float64](kc, 2*d*nc, true)
+	if err != nil {
+		return err
+	}
+	parallel.ForChunks(kc.NumThreads(), n, grain, func(k, lo, hi int) {
+		p := part[2*d*k : 2*d*(k+1)]
+		fqGradRange(b, g, x, bi, lo, hi, p[:d], p[d:])
+	})
+	for c := 0; c < d; c++ {
+		var lo, hi float64
+		for k := 0; k < nc; k++ {
+			lo += part[2*d*k+c]
+			hi += part[2*d*k+d+c]
+		}
+		bmin[c], bmax[c] = T(lo), T(hi)
+	}
+	return nil
+}
+
+// fqAdjoint runs the adjoint pass in parallel.
+func fqAdjoint[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], dbi, dmin, dmax, x, out []T) {
+	d := len(b)
+	grain := max(d, fqGrainElems/d*d)
+	parallel.For(kc.NumThreads(), len(x), grain, func(lo, hi int) {
+		fqAdjRange(b, dbi, dmin, dmax, x, out, lo, hi)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Kernels.
+
+// fqArgsGrid validates the Args attrs and returns the grid.
+func fqArgsGrid[T tensorx.Float](op string, a FakeQuantArgsAttrs) (fqGrid[T], error) {
+	lo, hi := float32(-6), float32(6)
+	if a.Min != nil {
+		lo = *a.Min
+	}
+	if a.Max != nil {
+		hi = *a.Max
+	}
+	if !(lo < hi) {
+		return fqGrid[T]{}, registry.Errorf(registry.ErrInvalidArgument, "%s: min has to be smaller than max, was: %v >= %v", op, lo, hi)
+	}
+	qmin, qmax, err := fqBits(op, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return fqGrid[T]{}, err
+	}
+	return fqNudge(T(lo), T(hi), qmin, qmax), nil
+}
+
+func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	g, err := fqArgsGrid[T](fqArgs, attrs.(FakeQuantArgsAttrs))
+	if err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[0])
+	if err != nil {
+		return nil, err
+	}
+	fqForward(kc, []fqGrid[T]{g}, data[T](in[0]), data[T](out))
+	return []*tensor.Dense{out}, nil
+}
+
+func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	g, err := fqArgsGrid[T](fqArgsGrad, attrs.(FakeQuantArgsAttrs))
+	if err != nil {
+		return nil, err
+	}
+	if err := fqDtypes(fqArgsGrad, []string{"gradients", "inputs"}, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqArgsGrad, "gradients", in[0], in[1]); err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[1])
+	if err != nil {
+		return nil, err
+	}
+	b := fqBounds([]fqGrid[T]{g})
+	gs, xs, bi := data[T](in[0]), data[T](in[1]), data[T](out)
+	// No min/max sums: the input gradient alone, one pass.
+	parallel.For(kc.NumThreads(), len(xs), fqGrainElems, func(lo, hi int) {
+		p := b[0]
+		for i := lo; i < hi; i++ {
+			if v := xs[i]; v >= p.lo && v <= p.hi {
+				bi[i] = gs[i]
+			} else {
+				bi[i] = 0
+			}
+		}
+	})
+	return []*tensor.Dense{out}, nil
+}
+
+func fqVarsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqVars, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqDtypes(fqVars, []string{"inputs", "min", "max"}, in); err != nil {
+		return nil, err
+	}
+	if err := fqScalars(fqVars, []string{"min", "max"}, in[1], in[2]); err != nil {
+		return nil, err
+	}
+	g := fqNudge(data[T](in[1])[0], data[T](in[2])[0], qmin, qmax)
+	if g.zero {
+		out, err := kc.Zeros(in[0].Dtype(), in[0].Shape()...)
+		return []*tensor.Dense{out}, err
+	}
+	out, err := like(kc, in[0])
+	if err != nil {
+		return nil, err
+	}
+	x, y := data[T](in[0]), data[T](out)
+	parallel.For(kc.NumThreads(), len(x), fqGrainElems, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			y[i] = g.quantDiv(x[i])
+		}
+	})
+	return []*tensor.Dense{out}, nil
+}
+
+// fqGradOutputs allocates the three outputs of a Vars/PerChannel gradient
+// op: the input gradient like inputs, the min/max gradients like min.
+func fqGradOutputs(kc *registry.KernelCtx, x, mn *tensor.Dense) ([]*tensor.Dense, error) {
+	bi, err := like(kc, x)
+	if err != nil {
+		return nil, err
+	}
+	bmin, err := like(kc, mn)
+	if err != nil {
+		return nil, err
+	}
+	bmax, err := like(kc, mn)
+	if err != nil {
+		return nil, err
+	}
+	return []*tensor.Dense{bi, bmin, bmax}, nil
+}
+
+func fqVarsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqVarsGrad, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqDtypes(fqVarsGrad, []string{"gradients", "inputs", "min", "max"}, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqVarsGrad, "gradients", in[0], in[1]); err != nil {
+		return nil, err
+	}
+	if err := fqScalars(fqVarsGrad, []string{"min", "max"}, in[2], in[3]); err != nil {
+		return nil, err
+	}
+	out, err := fqGradOutputs(kc, in[1], in[2])
+	if err != nil {
+		return nil, err
+	}
+	grids := []fqGrid[T]{fqNudge(data[T](in[2])[0], data[T](in[3])[0], qmin, qmax)}
+	err = fqGradient(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](out[0]), data[T](out[1]), data[T](out[2]))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func fqVarsAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqVarsAdj, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}
+	if err := fqDtypes(fqVarsAdj, names, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqVarsAdj, "d_backprops", in[0], in[3]); err != nil {
+		return nil, err
+	}
+	if err := fqScalars(fqVarsAdj, []string{"d_min", "d_max", "min", "max"}, in[1], in[2], in[4], in[5]); err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[3])
+	if err != nil {
+		return nil, err
+	}
+	grids := []fqGrid[T]{fqNudge(data[T](in[4])[0], data[T](in[5])[0], qmin, qmax)}
+	fqAdjoint(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](out))
+	return []*tensor.Dense{out}, nil
+}
+
+func fqChannelKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqChannel, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqDtypes(fqChannel, []string{"inputs", "min", "max"}, in); err != nil {
+		return nil, err
+	}
+	d, err := fqChannels(fqChannel, in[0], 0, []string{"min", "max"}, in[1], in[2])
+	if err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[0])
+	if err != nil {
+		return nil, err
+	}
+	if d == 0 || tensorx.Len(in[0]) == 0 {
+		return []*tensor.Dense{out}, nil
+	}
+	grids := fqGrids(data[T](in[1]), data[T](in[2]), qmin, qmax)
+	fqForward(kc, grids, data[T](in[0]), data[T](out))
+	return []*tensor.Dense{out}, nil
+}
+
+func fqChannelGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqChannelGrad, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqDtypes(fqChannelGrad, []string{"gradients", "inputs", "min", "max"}, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqChannelGrad, "gradients", in[0], in[1]); err != nil {
+		return nil, err
+	}
+	d, err := fqChannels(fqChannelGrad, in[1], 4, []string{"min", "max"}, in[2], in[3])
+	if err != nil {
+		return nil, err
+	}
+	out, err := fqGradOutputs(kc, in[1], in[2])
+	if err != nil {
+		return nil, err
+	}
+	if d == 0 {
+		return out, nil
+	}
+	grids := fqGrids(data[T](in[2]), data[T](in[3]), qmin, qmax)
+	err = fqGradient(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](out[0]), data[T](out[1]), data[T](out[2]))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func fqChannelAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	a := attrs.(FakeQuantAttrs)
+	qmin, qmax, err := fqBits(fqChannelAdj, a.NumBits, a.NarrowRange)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}
+	if err := fqDtypes(fqChannelAdj, names, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqChannelAdj, "d_backprops", in[0], in[3]); err != nil {
+		return nil, err
+	}
+	d, err := fqChannels(fqChannelAdj, in[3], 0, []string{"d_min", "d_max", "min", "max"}, in[1], in[2], in[4], in[5])
+	if err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[3])
+	if err != nil {
+		return nil, err
+	}
+	if d == 0 || tensorx.Len(in[3]) == 0 {
+		return []*tensor.Dense{out}, nil
+	}
+	grids := fqGrids(data[T](in[4]), data[T](in[5]), qmin, qmax)
+	fqAdjoint(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](out))
+	return []*tensor.Dense{out}, nil
+}
