@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""PyTorch twin of examples/fashionmnist: the same model, data, optimiser and
+schedule, so anyone can compare accuracy and epoch time on the same machine.
+
+usage: /usr/bin/python3 examples/fashionmnist/torch_twin.py [--data DIR] [--epochs 12]
+       [--batch 64] [--lr 0.002] [--threads 2] [--seed 1] [--max-train N] [--channels-last]
+Prints per-epoch lines and, last, "test accuracy: 0.XXXX".
+
+The model (NHWC in tapegrad, NCHW or channels-last here):
+  conv3x3(1->32, SAME) + BN + ReLU          28x28
+  FractionalAvgPool ratio 1.5 (pseudo-random sequences, new each batch)  -> 18x18
+  conv3x3(32->64, SAME) + BN + ReLU         18x18
+  FractionalAvgPool ratio 1.5                -> 12x12
+  depthwise3x3(64) + BN + ReLU, conv1x1(64->128) + BN + ReLU
+  FractionalAvgPool ratio 1.5                -> 8x8
+  flatten, dropout 0.25, dense 8192->10
+Batch norm: eps 1e-3, momentum 0.1 (PyTorch convention; = TF momentum 0.9,
+  exponential_avg_factor 0.1).
+Adam (lr, betas 0.9/0.999, eps 1e-7 as Keras), cosine schedule over all steps.
+PyTorch has no fractional average pool: it is written with averaging matrices
+(as perf/bench_torch.py does), with TF's pseudo-random sequence formula.
+"""
+import argparse, gzip, math, random, struct, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--data', default='/usr/share/datasets/fashion-mnist')
+ap.add_argument('--epochs', type=int, default=12)
+ap.add_argument('--batch', type=int, default=64)
+ap.add_argument('--lr', type=float, default=0.002)
+ap.add_argument('--threads', type=int, default=2)
+ap.add_argument('--seed', type=int, default=1)
+ap.add_argument('--max-train', type=int, default=0)
+ap.add_argument('--channels-last', action='store_true')
+args = ap.parse_args()
+torch.set_num_threads(args.threads)
+torch.manual_seed(args.seed)
+rng = random.Random(args.seed)
+MF = torch.channels_last if args.channels_last else torch.contiguous_format
+
+def idx(path):
+    with gzip.open(path, 'rb') as f:
+        data = f.read()
+    _, _, nd = struct.unpack('>HBB', data[:4])
+    dims = struct.unpack('>' + 'I' * nd, data[4:4 + 4 * nd])
+    return torch.frombuffer(bytearray(data[4 + 4 * nd:]), dtype=torch.uint8).reshape(dims)
+
+xtr = idx(args.data + '/train-images-idx3-ubyte.gz').float().div_(255).unsqueeze(1)
+ytr = idx(args.data + '/train-labels-idx1-ubyte.gz').long()
+xte = idx(args.data + '/t10k-images-idx3-ubyte.gz').float().div_(255).unsqueeze(1)
+yte = idx(args.data + '/t10k-labels-idx1-ubyte.gz').long()
+if args.max_train:
+    xtr, ytr = xtr[:args.max_train], ytr[:args.max_train]
+
+def pseudo_random_seq(n_in, n_out, u01):
+    k = n_in // n_out
+    alpha = n_in / n_out
+    u_max1 = (k + 2) / alpha - 1
+    u_max2 = (n_in + 1 - k) / alpha - (n_out - 1)
+    u = u01 * min(u_max1, u_max2)
+    a = [1] + [int(math.ceil(alpha * (i + u))) for i in range(1, n_out)] + [n_in + 1]
+    seq = [0]
+    for i in range(n_out):
+        seq.append(seq[-1] + a[i + 1] - a[i])
+    return seq
+
+def pool_matrix(seq, n_in):
+    P = torch.zeros(len(seq) - 1, n_in)
+    for i in range(len(seq) - 1):
+        P[i, seq[i]:seq[i + 1]] = 1.0 / (seq[i + 1] - seq[i])
+    return P
+
+class FracAvgPool(nn.Module):
+    def __init__(self, ratio):
+        super().__init__()
+        self.ratio = ratio
+
+    def forward(self, x):
+        h, w = x.shape[2], x.shape[3]
+        oh, ow = int(h / self.ratio), int(w / self.ratio)
+        if self.training:
+            rs, cs = pseudo_random_seq(h, oh, rng.random()), pseudo_random_seq(w, ow, rng.random())
+        else:
+            rs, cs = pseudo_random_seq(h, oh, 0.5), pseudo_random_seq(w, ow, 0.5)
+        return torch.matmul(torch.matmul(pool_matrix(rs, h), x), pool_matrix(cs, w).t())
+
+def bn(c):
+    return nn.BatchNorm2d(c, eps=1e-3, momentum=0.1)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(1, 32, 3, padding=1, bias=False), bn(32)
+        self.p1 = FracAvgPool(1.5)
+        self.c2, self.b2 = nn.Conv2d(32, 64, 3, padding=1, bias=False), bn(64)
+        self.p2 = FracAvgPool(1.5)
+        self.dw, self.b3 = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), bn(64)
+        self.pw, self.b4 = nn.Conv2d(64, 128, 1, bias=False), bn(128)
+        self.p3 = FracAvgPool(1.5)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(128 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.p1(F.relu(self.b1(self.c1(x))))
+        x = self.p2(F.relu(self.b2(self.c2(x))))
+        x = F.relu(self.b3(self.dw(x)))
+        x = self.p3(F.relu(self.b4(self.pw(x))))
+        # Flatten in NHWC order, as the tapegrad model does.
+        x = x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+        return self.fc(self.drop(x))
+
+model = Net().to(memory_format=MF)
+opt = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-7)
+steps_per_epoch = len(xtr) // args.batch
+sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * steps_per_epoch)
+
+def evaluate():
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(xte), 500):
+            correct += (model(xte[i:i + 500].contiguous(memory_format=MF)).argmax(1) == yte[i:i + 500]).sum().item()
+    model.train()
+    return correct / len(xte)
+
+for epoch in range(1, args.epochs + 1):
+    perm = torch.randperm(len(xtr))
+    t0 = time.perf_counter()
+    tot, correct, n = 0.0, 0, 0
+    for s in range(steps_per_epoch):
+        ix = perm[s * args.batch:(s + 1) * args.batch]
+        x, y = xtr[ix].contiguous(memory_format=MF), ytr[ix]
+        opt.zero_grad(set_to_none=True)
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        tot += loss.item() * len(y)
+        correct += (out.argmax(1) == y).sum().item()
+        n += len(y)
+    dt = time.perf_counter() - t0
+    acc = evaluate()
+    print('epoch %d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f'
+          % (epoch, tot / n, correct / n, dt, n / dt, acc), flush=True)
+print('test accuracy: %.4f' % evaluate())
