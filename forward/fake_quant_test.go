@@ -1057,7 +1057,7 @@ func TestFakeQuantExplicitZeroNumBits(t *testing.T) {
 	x, _ := tensorx.New([]int{2}, []float32{0.5, -0.25})
 	lo, _ := tensorx.New([]int{2}, []float32{-1, -1})
 	hi, _ := tensorx.New([]int{2}, []float32{1, 1})
-	a, err := def.ParseAttrs(map[string]any{"num_bits": 0.0})
+	a, err := def.ParseAttrsExact(map[string]any{"num_bits": 0.0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ var typeAttrs = map[string]bool{
 	"U": true, "Tmultiples": true,
 }
 
-// ParsedAttrs is what ParseAttrs returns: an op's attr struct (Value)
+// ParsedAttrs is what ParseAttrsExact returns: an op's attr struct (Value)
 // built from TensorFlow names. Unlike a struct written in Go, where a zero
 // field means "TensorFlow's default", an attr given explicitly keeps its
 // value even when it is Go's zero value, so {"num_bits": 0} stays 0 and is
@@ -256,12 +256,25 @@ type ParsedAttrs struct {
 	Value any
 }
 
-// ParseAttrs builds the op's attrs from TensorFlow attribute names and
-// JSON-decoded values (as in the golden-case files). Absent attrs take
-// TensorFlow's defaults; unknown names are an error; TensorFlow's inferred
-// type attrs ("T", "Tidx", ...) are ignored. The result is a ParsedAttrs
-// (nil for ops without attrs).
+// ParseAttrs builds the op's attr struct from TensorFlow attribute names
+// and JSON-decoded values, then normalises it like a struct written in Go:
+// a field left at Go's zero value, whether absent or given as zero, takes
+// TensorFlow's default. Unknown names are an error; TensorFlow's inferred
+// type attrs ("T", "Tidx", ...) are ignored.
 func (d *OpDef) ParseAttrs(m map[string]any) (any, error) {
+	p, err := d.ParseAttrsExact(m)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return d.NormalizeAttrs(p.(ParsedAttrs).Value)
+}
+
+// ParseAttrsExact is ParseAttrs for conformance checking: absent attrs take
+// TensorFlow's defaults, but an attr given explicitly keeps its value even
+// when it is Go's zero value ({"num_bits": 0} stays 0 and is refused as
+// TensorFlow refuses it). The result is a ParsedAttrs (nil for ops without
+// attrs), accepted wherever attrs are taken (Tape.Apply, Run).
+func (d *OpDef) ParseAttrsExact(m map[string]any) (any, error) {
 	if d.attrSpec == nil {
 		for k := range m {
 			if !typeAttrs[k] {

@@ -103,7 +103,7 @@ func TestParseAttrs(t *testing.T) {
 // so a kernel can refuse it as TensorFlow does.
 func TestParseAttrsExplicitZero(t *testing.T) {
 	d, _ := registry.Lookup("regtest.Attrs")
-	a, err := d.ParseAttrs(map[string]any{"num_bits": 0.0, "padding": "SAME"})
+	a, err := d.ParseAttrsExact(map[string]any{"num_bits": 0.0, "padding": "SAME"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +113,10 @@ func TestParseAttrsExplicitZero(t *testing.T) {
 	}
 	if got := n.(attrsT).NumBits; got != 0 {
 		t.Fatalf("explicit num_bits 0 became %d", got)
+	}
+	b, err := d.ParseAttrs(map[string]any{"num_bits": 0.0, "padding": "SAME"})
+	if err != nil || b.(attrsT).NumBits != 8 {
+		t.Fatalf("ParseAttrs (Go semantics): %+v, %v", b, err)
 	}
 	if _, err := d.NormalizeAttrs(registry.ParsedAttrs{Value: 3}); !errors.Is(err, registry.ErrInvalidArgument) {
 		t.Fatalf("wrong parsed type: %v", err)

@@ -68,7 +68,7 @@ func Run(c *Case, opts Options) (res Result) {
 		res.fail("op %q is not registered", c.Op)
 		return res
 	}
-	attrs, err := def.ParseAttrs(c.Attrs)
+	attrs, err := def.ParseAttrsExact(c.Attrs)
 	if err != nil {
 		if c.WantError {
 			checkRefusal(&res, c, err)
