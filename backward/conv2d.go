@@ -16,15 +16,24 @@ import (
 // package forward (forward/conv2d.go) with Conv2D's: they share its
 // im2col/GEMM machinery.
 
-func init() {
-	registry.MustSetGradient("Conv2D", conv2DGrad)
-	registry.MustSetGradient("Conv2DBackpropInput", conv2DBackpropInputGrad)
-	registry.MustSetGradient("Conv2DBackpropFilter", conv2DBackpropFilterGrad)
+// convFamily names the three ops of a convolution family: the forward op
+// and its two backprops. Conv2D and DepthwiseConv2dNative register the
+// same gradient structure (backward/depthwise_conv2d.go uses it too).
+type convFamily struct{ fwd, input, filter string }
+
+var conv2DFamily = convFamily{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
+
+func init() { conv2DFamily.register() }
+
+func (c convFamily) register() {
+	registry.MustSetGradient(c.fwd, c.fwdGrad)
+	registry.MustSetGradient(c.input, c.inputGrad)
+	registry.MustSetGradient(c.filter, c.filterGrad)
 }
 
-// conv2DGrad: Conv2D(x, f) with upstream g gives
-// dx = Conv2DBackpropInput(shape(x), f, g), df = Conv2DBackpropFilter(x, shape(f), g).
-func conv2DGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+// fwdGrad: F(x, f) with upstream g gives
+// dx = Input(shape(x), f, g), df = Filter(x, shape(f), g).
+func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := make([]registry.Value, 2)
 	g := dy[0]
 	if g == nil {
@@ -33,17 +42,17 @@ func conv2DGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 	in := n.Inputs()
 	x, f := in[0], in[1]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, "Conv2DBackpropInput", n.Attrs(), e.Ints(shapeOf(x)...), f, g)
+		out[0] = op1(e, c.input, n.Attrs(), e.Ints(shapeOf(x)...), f, g)
 	}
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, "Conv2DBackpropFilter", n.Attrs(), x, e.Ints(shapeOf(f)...), g)
+		out[1] = op1(e, c.filter, n.Attrs(), x, e.Ints(shapeOf(f)...), g)
 	}
 	return out, nil
 }
 
-// conv2DBackpropInputGrad: Conv2DBackpropInput(sizes, f, d) with upstream
-// g (input-shaped) gives [nil, Conv2DBackpropFilter(g, shape(f), d), Conv2D(g, f)].
-func conv2DBackpropInputGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+// inputGrad: Input(sizes, f, d) with upstream g (input-shaped) gives
+// [nil, Filter(g, shape(f), d), F(g, f)].
+func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := make([]registry.Value, 3)
 	g := dy[0]
 	if g == nil {
@@ -52,17 +61,17 @@ func conv2DBackpropInputGrad(e registry.Emitter, n registry.Node, dy []registry.
 	in := n.Inputs()
 	f, d := in[1], in[2]
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, "Conv2DBackpropFilter", n.Attrs(), g, e.Ints(shapeOf(f)...), d)
+		out[1] = op1(e, c.filter, n.Attrs(), g, e.Ints(shapeOf(f)...), d)
 	}
 	if n.NeedsGrad(2) {
-		out[2] = op1(e, "Conv2D", n.Attrs(), g, f)
+		out[2] = op1(e, c.fwd, n.Attrs(), g, f)
 	}
 	return out, nil
 }
 
-// conv2DBackpropFilterGrad: Conv2DBackpropFilter(x, sizes, d) with upstream
-// g (filter-shaped) gives [Conv2DBackpropInput(shape(x), g, d), nil, Conv2D(x, g)].
-func conv2DBackpropFilterGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+// filterGrad: Filter(x, sizes, d) with upstream g (filter-shaped) gives
+// [Input(shape(x), g, d), nil, F(x, g)].
+func (c convFamily) filterGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := make([]registry.Value, 3)
 	g := dy[0]
 	if g == nil {
@@ -71,10 +80,10 @@ func conv2DBackpropFilterGrad(e registry.Emitter, n registry.Node, dy []registry
 	in := n.Inputs()
 	x, d := in[0], in[2]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, "Conv2DBackpropInput", n.Attrs(), e.Ints(shapeOf(x)...), g, d)
+		out[0] = op1(e, c.input, n.Attrs(), e.Ints(shapeOf(x)...), g, d)
 	}
 	if n.NeedsGrad(2) {
-		out[2] = op1(e, "Conv2D", n.Attrs(), x, g)
+		out[2] = op1(e, c.fwd, n.Attrs(), x, g)
 	}
 	return out, nil
 }
