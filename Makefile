@@ -46,6 +46,7 @@ fuzz:
 	$(GO) test ./autodiff/ -run '^$$' -fuzz FuzzTapeOps -fuzztime $(FUZZTIME)
 	$(GO) test ./registry/ -run '^$$' -fuzz FuzzParseAttrs -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/safetensors/ -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
+	$(GO) test ./forward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
 
 demo:
 	@echo "make demo: not yet — the Fashion-MNIST example lands with the training issue."
