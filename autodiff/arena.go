@@ -1,7 +1,9 @@
 package autodiff
 
 import (
+	"flag"
 	"math"
+	"sync"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -9,10 +11,24 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
 
-// poisonBuffers makes the arena fill every buffer it hands out dirty with
-// NaN (floats) or a sentinel (integers) inside test binaries, so kernels
-// that only work on fresh, zeroed memory fail their tests.
-var poisonBuffers = testing.Testing()
+// poisoning reports whether the arena fills every buffer it hands out
+// dirty with NaN (floats) or a sentinel (integers): inside test binaries,
+// so kernels that only work on fresh, zeroed memory fail their tests, but
+// not when benchmarks run (-test.bench), whose timings it would distort.
+func poisoning() bool {
+	poisonOnce.Do(func() {
+		poisonOn = testing.Testing()
+		if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+			poisonOn = false
+		}
+	})
+	return poisonOn
+}
+
+var (
+	poisonOnce sync.Once
+	poisonOn   bool
+)
 
 const poolRank = 8
 
@@ -70,7 +86,7 @@ func (a *arena) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense,
 	switch {
 	case zeroed && !fresh:
 		zero(d)
-	case !zeroed && poisonBuffers:
+	case !zeroed && poisoning():
 		poison(d)
 	}
 	return d, nil
