@@ -407,3 +407,25 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	}
 	return true
 }
+
+// Fail records err as the tape's error, unless the tape already has one,
+// and returns a poisoned value; later ops do nothing and every read
+// reports the first error. Layers and user code use it to report a
+// configuration error where a Value is expected. op names what failed
+// (a layer or op name; it may be empty). err should wrap one of the
+// sentinel errors (ErrInvalidArgument, ErrShape, ...).
+func (t *Tape) Fail(op string, err error) Value {
+	if err == nil {
+		err = fmt.Errorf("%w: Fail called with a nil error", ErrInvalidArgument)
+	}
+	t.fail(op, -1, "forward", err)
+	return t.poison()
+}
+
+// Reseed restarts the tape's random source from seed. A training loop that
+// reuses one tape and must resume bit-identically from a checkpoint
+// reseeds it at known points (e.g. each step from the step number).
+func (t *Tape) Reseed(seed int64) {
+	t.seed = seed
+	t.rng.Seed(seed)
+}

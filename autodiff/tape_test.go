@@ -2,6 +2,7 @@ package autodiff_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -393,4 +394,22 @@ func TestSteadyStateAllocations(t *testing.T) {
 		t.Fatalf("steady-state step allocates %.0f objects", allocs)
 	}
 	t.Logf("allocs per step: %.0f", allocs)
+}
+
+func TestFailAndReseed(t *testing.T) {
+	tp := autodiff.NewTape(autodiff.Seed(5))
+	a := tp.Rand().Int63()
+	tp.Reseed(5)
+	if b := tp.Rand().Int63(); a != b {
+		t.Fatalf("Reseed did not restart the random source: %d vs %d", a, b)
+	}
+	v := tp.Fail("mylayer", fmt.Errorf("%w: bad config", autodiff.ErrInvalidArgument))
+	var oe *autodiff.OpError
+	if !errors.As(v.Err(), &oe) || oe.Op != "mylayer" || !errors.Is(tp.Err(), autodiff.ErrInvalidArgument) || !strings.Contains(oe.Loc, "tape_test.go:") {
+		t.Fatalf("Fail: %#v", v.Err())
+	}
+	tp.Fail("second", errors.New("ignored"))
+	if !strings.Contains(tp.Err().Error(), "bad config") {
+		t.Fatalf("the first error did not win: %v", tp.Err())
+	}
 }

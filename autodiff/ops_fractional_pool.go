@@ -1,0 +1,127 @@
+package autodiff
+
+import (
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Typed functions of the fractional pooling family (TensorFlow's
+// FractionalAvgPool, FractionalAvgPoolGrad, FractionalMaxPool and
+// FractionalMaxPoolGrad, and tapegrad's FractionalAvgPoolWithSequences;
+// see forward.FractionalPoolAttrs and spec/fractional_avg_pool.md). Each
+// op runs on the tape of its first Value argument that has one; a zero
+// Value or values of two tapes are an error on that tape. The pooling
+// sequences are int64 vectors of cell boundaries.
+//
+// Random sequences: with attrs.Seed and attrs.Seed2 both 0 (and
+// attrs.Deterministic false) every call draws fresh sequences from the
+// tape's random source, so a tape created with Seed(s) replays the same
+// sequences; non-zero seeds (attrs.Deterministic true) give TensorFlow's
+// sequences for those seeds on every call.
+
+var (
+	opFractionalAvgPool              = ref("FractionalAvgPool")
+	opFractionalAvgPoolGrad          = ref("FractionalAvgPoolGrad")
+	opFractionalAvgPoolWithSequences = ref("tapegrad.FractionalAvgPoolWithSequences")
+	opFractionalMaxPool              = ref("FractionalMaxPool")
+	opFractionalMaxPoolGrad          = ref("FractionalMaxPoolGrad")
+)
+
+// fpTapeOf returns the tape of the first argument that has one, or nil.
+func fpTapeOf(vs ...Value) *Tape {
+	for _, v := range vs {
+		if v.t != nil {
+			return v.t
+		}
+	}
+	return nil
+}
+
+// fpApply applies an op of the family on the tape of its first valid
+// argument; with no tape anywhere there is nowhere to record the error,
+// and the results are zero Values, whose Err reports them as invalid.
+func fpApply(r *opRef, attrs any, in ...Value) []Value {
+	def := r.def()
+	t := fpTapeOf(in...)
+	if t == nil {
+		return make([]Value, len(def.Outputs))
+	}
+	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
+}
+
+// fpShape puts a shape on tape t as an int64 vector constant.
+func fpShape(t *Tape, shape []int) Value {
+	s := make([]int64, len(shape))
+	for i, d := range shape {
+		s[i] = int64(d)
+	}
+	d, err := tensorx.New([]int{len(s)}, s)
+	if err != nil {
+		t.fail(opFractionalAvgPoolGrad.name, 0, "forward", registry.Errorf(registry.ErrInvalidArgument, "%s: %v", opFractionalAvgPoolGrad.name, err))
+		return t.poison()
+	}
+	return t.Constant(d)
+}
+
+// FractionalAvgPool applies TensorFlow's FractionalAvgPool to x [N,H,W,C]
+// (float32, float64, int32 or int64; integer averages truncate): the
+// average over a random grid of OH×OW cells, OH = floor(H/ratio[1]),
+// OW = floor(W/ratio[2]). It returns the pooled output and the int64 row
+// and column pooling sequences ([OH+1] and [OW+1] cell boundaries). The
+// output is differentiable with respect to x (floating dtypes); the
+// gradient uses the returned sequences.
+func FractionalAvgPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq, colSeq Value) {
+	o := fpApply(opFractionalAvgPool, attrs, x)
+	return o[0], o[1], o[2]
+}
+
+// FractionalAvgPoolGrad applies TensorFlow's FractionalAvgPoolGrad: the
+// gradient of FractionalAvgPool with respect to an input of shape
+// origShape (4 values), given dy, the gradient of its output, and the
+// pooling sequences the forward returned. Each dy value is spread
+// uniformly over its cell. It is differentiable with respect to dy (beyond
+// TensorFlow, which registers no gradient for it).
+func FractionalAvgPoolGrad(origShape []int, dy, rowSeq, colSeq Value, overlapping bool) Value {
+	t := fpTapeOf(dy, rowSeq, colSeq)
+	if t == nil {
+		return Value{}
+	}
+	if t.err != nil {
+		return t.poison()
+	}
+	s := fpShape(t, origShape)
+	return t.applyDef(opFractionalAvgPoolGrad.def(), forward.FractionalPoolGradAttrs{Overlapping: overlapping},
+		[]Value{s, dy, rowSeq, colSeq}, !t.noGrad, "forward", nil)[0]
+}
+
+// FractionalAvgPoolWithSequences averages x [N,H,W,C] over the cells of
+// the given int64 pooling sequences (tapegrad's
+// FractionalAvgPoolWithSequences op, beyond TensorFlow): the output is
+// [N, len(rowSeq)−1, len(colSeq)−1, C]. With the sequences a
+// FractionalAvgPool returned, it pools another tensor over the same grid.
+// It is differentiable with respect to x.
+func FractionalAvgPoolWithSequences(x, rowSeq, colSeq Value, overlapping bool) Value {
+	return fpApply(opFractionalAvgPoolWithSequences, forward.FractionalPoolSeqAttrs{Overlapping: overlapping}, x, rowSeq, colSeq)[0]
+}
+
+// FractionalMaxPool applies TensorFlow's FractionalMaxPool to x
+// [N,H,W,C]: the maximum over a random grid of cells, with the same
+// attributes and sequence generation as FractionalAvgPool. It returns the
+// pooled output and the int64 row and column pooling sequences. The
+// gradient goes to the first maximum of each cell in row-major order.
+func FractionalMaxPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq, colSeq Value) {
+	o := fpApply(opFractionalMaxPool, attrs, x)
+	return o[0], o[1], o[2]
+}
+
+// FractionalMaxPoolGrad applies TensorFlow's FractionalMaxPoolGrad: the
+// gradient of FractionalMaxPool with respect to its input origInput,
+// given its output origOutput, dy (the gradient of the output) and the
+// pooling sequences. Each dy value goes to its cell's first maximum. It is
+// differentiable with respect to dy; origInput and origOutput get zero
+// gradient.
+func FractionalMaxPoolGrad(origInput, origOutput, dy, rowSeq, colSeq Value, overlapping bool) Value {
+	return fpApply(opFractionalMaxPoolGrad, forward.FractionalPoolGradAttrs{Overlapping: overlapping},
+		origInput, origOutput, dy, rowSeq, colSeq)[0]
+}

@@ -1,0 +1,208 @@
+package nn
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/safetensors"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/optim"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Checkpoint layout: one safetensors file (readable by
+// safetensors.torch.load_file and NumPy) holding
+//
+//   - "param/NAME": every parameter of the model, by Param.Name;
+//   - "buffer/NAME": every buffer (batch-norm statistics, fake-quant
+//     ranges), by Buffer.Name;
+//   - "optim/KEY": the optimizer's state tensors (optim.State.Tensors);
+//
+// and, in the file's string metadata:
+//
+//   - "tapegrad.version": the checkpoint format version, CheckpointVersion;
+//   - "tapegrad.optim/KEY": the optimizer's scalars (optim.State.Scalars),
+//     formatted with strconv.FormatFloat(v, 'g', -1, 64), which round-trips
+//     exactly;
+//   - the caller's own entries (epoch, step, data-loader position, seeds),
+//     under keys that do not start with "tapegrad.".
+const (
+	// CheckpointVersion is the format version SaveCheckpoint writes and
+	// LoadCheckpoint reads.
+	CheckpointVersion = "1"
+	// VersionKey is the metadata key of the format version.
+	VersionKey = "tapegrad.version"
+
+	paramPrefix  = "param/"
+	bufferPrefix = "buffer/"
+	optimPrefix  = "optim/"
+	scalarPrefix = "tapegrad.optim/"
+	hasOptimKey  = "tapegrad.optimizer"
+)
+
+// SaveCheckpoint writes m's parameters and buffers, the state of opt (nil
+// for none) and the caller's metadata meta (may be nil; keys must not start
+// with "tapegrad.") to path, atomically: a crash leaves the old file or the
+// new one, never a torn one. Gradients are not saved.
+func SaveCheckpoint(path string, m Module, opt optim.Optimizer, meta map[string]string) error {
+	if m == nil {
+		return configError("nn.SaveCheckpoint: nil Module")
+	}
+	if err := moduleErr(m); err != nil {
+		return wrapf(err, "nn.SaveCheckpoint")
+	}
+	tensors := map[string]*tensor.Dense{}
+	md := map[string]string{VersionKey: CheckpointVersion}
+	for k, v := range meta {
+		if strings.HasPrefix(k, "tapegrad.") {
+			return configError("nn.SaveCheckpoint: metadata key %q is reserved (prefix \"tapegrad.\")", k)
+		}
+		md[k] = v
+	}
+	add := func(name string, d *tensor.Dense) error {
+		if _, dup := tensors[name]; dup {
+			return configError("nn.SaveCheckpoint: two tensors are named %q (give the layers distinct names)", name)
+		}
+		tensors[name] = d
+		return nil
+	}
+	for _, p := range m.Params() {
+		if err := add(paramPrefix+p.Name, p.Data); err != nil {
+			return err
+		}
+	}
+	for _, b := range m.Buffers() {
+		if err := add(bufferPrefix+b.Name, b.Data); err != nil {
+			return err
+		}
+	}
+	if opt != nil {
+		s, err := opt.State()
+		if err != nil {
+			return wrapf(err, "nn.SaveCheckpoint: optimizer state")
+		}
+		for k, d := range s.Tensors {
+			if err := add(optimPrefix+k, d); err != nil {
+				return err
+			}
+		}
+		for k, v := range s.Scalars {
+			md[scalarPrefix+k] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		md[hasOptimKey] = "1"
+	}
+	if err := safetensors.WriteFile(path, tensors, md); err != nil {
+		return fmt.Errorf("nn.SaveCheckpoint: %w", err)
+	}
+	return nil
+}
+
+// LoadCheckpoint restores m's parameters and buffers and, if opt is not
+// nil, the optimizer's state from the checkpoint at path, and returns the
+// caller's metadata saved with it (the "tapegrad." entries removed).
+//
+// m must have exactly the parameters and buffers of the checkpoint, by
+// name, shape and dtype; opt must be an optimizer of the same kind over
+// parameters of the same names. Every mismatch is reported (the error
+// lists the names), and nothing is changed unless everything matches. The
+// parameters are overwritten in place (their MarkModified is called);
+// their gradients are left alone. A checkpoint without optimizer state
+// can be loaded with opt nil only; one with optimizer state can be loaded
+// with opt nil too (for inference).
+func LoadCheckpoint(path string, m Module, opt optim.Optimizer) (map[string]string, error) {
+	if m == nil {
+		return nil, configError("nn.LoadCheckpoint: nil Module")
+	}
+	if err := moduleErr(m); err != nil {
+		return nil, wrapf(err, "nn.LoadCheckpoint")
+	}
+	tensors, md, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn.LoadCheckpoint: %w", err)
+	}
+	switch v, ok := md[VersionKey]; {
+	case !ok:
+		return nil, configError("nn.LoadCheckpoint: %s is not a tapegrad checkpoint (no %q metadata)", path, VersionKey)
+	case v != CheckpointVersion:
+		return nil, registry.Errorf(registry.ErrUnimplemented, "nn.LoadCheckpoint: %s has checkpoint version %q; this build reads version %s", path, v, CheckpointVersion)
+	}
+
+	// Match the model's tensors with the file's, without changing anything.
+	type copyOp struct{ dst, src *tensor.Dense }
+	var copies []copyOp
+	var problems []string
+	seen := map[string]bool{}
+	match := func(kind, name string, dst *tensor.Dense) {
+		key := kind + name
+		if seen[key] {
+			problems = append(problems, fmt.Sprintf("two model tensors are named %q", key))
+			return
+		}
+		seen[key] = true
+		src, ok := tensors[key]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing %s %q", strings.TrimSuffix(kind, "/"), name))
+		case src.Dtype() != dst.Dtype() || !tensorx.SameShape(src.Shape(), dst.Shape()):
+			problems = append(problems, fmt.Sprintf("%s %q is %v %v in the checkpoint, %v %v in the model",
+				strings.TrimSuffix(kind, "/"), name, src.Dtype(), src.Shape(), dst.Dtype(), dst.Shape()))
+		default:
+			copies = append(copies, copyOp{dst, src})
+		}
+	}
+	params := m.Params()
+	for _, p := range params {
+		match(paramPrefix, p.Name, p.Data)
+	}
+	for _, b := range m.Buffers() {
+		match(bufferPrefix, b.Name, b.Data)
+	}
+	state := &optim.State{Tensors: map[string]*tensor.Dense{}, Scalars: map[string]float64{}}
+	var unexpected []string
+	for k, d := range tensors {
+		switch {
+		case strings.HasPrefix(k, optimPrefix):
+			state.Tensors[strings.TrimPrefix(k, optimPrefix)] = d
+		case !seen[k]:
+			unexpected = append(unexpected, strconv.Quote(k))
+		}
+	}
+	if len(unexpected) > 0 {
+		sort.Strings(unexpected)
+		problems = append(problems, "unexpected tensors "+strings.Join(unexpected, ", "))
+	}
+	if len(problems) > 0 {
+		return nil, registry.Errorf(registry.ErrShape, "nn.LoadCheckpoint: %s does not match the model: %s", path, strings.Join(problems, "; "))
+	}
+	user := map[string]string{}
+	for k, v := range md {
+		if rest, ok := strings.CutPrefix(k, scalarPrefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, configError("nn.LoadCheckpoint: %s: optimizer scalar %q = %q: %v", path, rest, v, err)
+			}
+			state.Scalars[rest] = f
+		} else if !strings.HasPrefix(k, "tapegrad.") {
+			user[k] = v
+		}
+	}
+	if opt != nil {
+		if md[hasOptimKey] != "1" {
+			return nil, configError("nn.LoadCheckpoint: %s holds no optimizer state", path)
+		}
+		if err := opt.LoadState(state); err != nil { // checks everything before changing anything
+			return nil, fmt.Errorf("nn.LoadCheckpoint: %s: optimizer state: %w", path, err)
+		}
+	}
+	for _, c := range copies {
+		tensorx.CopyData(c.dst, c.src)
+	}
+	for _, p := range params {
+		p.MarkModified()
+	}
+	return user, nil
+}
