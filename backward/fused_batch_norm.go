@@ -1,0 +1,268 @@
+package backward
+
+import (
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Gradients of the FusedBatchNorm family (spec/fused_batch_norm.md §4).
+//
+// First order, as TensorFlow's nn_grad.py: FusedBatchNorm(V3) applies
+// FusedBatchNormGrad(V3) to the upstream gradient of y alone (gradients
+// arriving at batch_mean, batch_variance and the reserve spaces are
+// dropped, as in TensorFlow) and gives no gradient to mean and variance.
+// In training the grad op gets the forward's reserve spaces (batch mean
+// and biased variance); in inference the mean and variance inputs. Unlike
+// TensorFlow, which transposes channels-first data to channels-last around
+// the inference-mode grad op (its CPU kernel refuses NCHW there), tapegrad's
+// grad op accepts every layout, so it is applied directly.
+//
+// Second order, as TensorFlow's nn_fused_batch_norm_grad.py: the gradient
+// of FusedBatchNormGrad(V3) differentiates a re-implementation of the grad
+// op built from primitive ops (Mean, Sum, Sub, Mul, Rsqrt, ...), which in
+// training recomputes the batch mean and biased variance from x (it does
+// not use the reserve spaces), so that it is the true second derivative of
+// the forward. TensorFlow autodifferentiates that composite; here its
+// derivative is written out in closed form, again from primitive ops, so
+// every further order works too. Per channel, with M[·] the mean over the
+// reduction axes, r = rsqrt(var + ε), x̂ = (x − μ)·r, P(v) = v − M[v] −
+// x̂·M[v·x̂] (the map the training gradient applies to dy), u, w_γ, w_β the
+// upstream gradients of x_backprop, scale_backprop and offset_backprop:
+//
+//	training:
+//	  g_dy = γ·r·P(u) + w_γ·x̂ + w_β
+//	  g_γ  = r·Σ u·P(dy)
+//	  g_x  = −γ·r²·(x̂·M[P(u)·dy] + P(u)·M[dy·x̂] + P(dy)·M[u·x̂]) + w_γ·r·P(dy)
+//	inference (r = rsqrt(reserve_space_2 + ε), m = reserve_space_1):
+//	  g_dy = γ·r·u + w_γ·r·(x − m) + w_β
+//	  g_γ  = r·Σ u·dy
+//	  g_x  = w_γ·r·dy
+//
+// (M[P(u)·dy] = M[u·dy] − M[u]·M[dy] − M[u·x̂]·M[dy·x̂]; P is not quite a
+// projection, M[x̂²] = var/(var + ε) < 1.) The reserve-space inputs get no
+// gradient, as in TensorFlow.
+
+func init() {
+	registry.MustSetGradient("FusedBatchNorm", bnForwardGrad("FusedBatchNormGrad"))
+	registry.MustSetGradient("FusedBatchNormV3", bnForwardGrad("FusedBatchNormGradV3"))
+	registry.MustSetGradient("FusedBatchNormGrad", bnGradGrad)
+	registry.MustSetGradient("FusedBatchNormGradV3", bnGradGrad)
+}
+
+// bnForwardGrad returns the gradient of a forward op whose grad op is
+// gradOp.
+func bnForwardGrad(gradOp string) registry.GradFunc {
+	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		in, outs := n.Inputs(), n.Outputs()
+		res := make([]registry.Value, len(in))
+		g := dy[0]
+		if g == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
+			return res, nil
+		}
+		a, ok := n.Attrs().(forward.FusedBatchNormAttrs)
+		if !ok {
+			return nil, registry.Errorf(registry.ErrInternal, "%s gradient: attrs of type %T", n.Op().Name, n.Attrs())
+		}
+		rs1, rs2 := outs[3], outs[4]
+		if !a.Training() {
+			rs1, rs2 = in[3], in[4]
+		}
+		args := []registry.Value{g, in[0], in[1], rs1, rs2}
+		if len(outs) == 6 {
+			args = append(args, outs[5])
+		}
+		r := e.Apply(gradOp, a.GradAttrs(), args...)
+		for i := 0; i < 3; i++ {
+			if n.NeedsGrad(i) {
+				res[i] = r[i]
+			}
+		}
+		return res, nil
+	}
+}
+
+// bnBuilder applies the primitive ops of the second-order gradient for
+// one grad-op node.
+type bnBuilder struct {
+	e     registry.Emitter
+	shape []int          // x's shape
+	bc    []int          // per-channel values broadcastable against x
+	first bool           // channels-first layout
+	axes  registry.Value // the reduction axes (all but the channel axis)
+	keep  forward.SumAttrs
+}
+
+func (b *bnBuilder) op(name string, in ...registry.Value) registry.Value {
+	return op1(b.e, name, nil, in...)
+}
+func (b *bnBuilder) mul(x, y registry.Value) registry.Value { return b.op("Mul", x, y) }
+func (b *bnBuilder) sub(x, y registry.Value) registry.Value { return b.op("Sub", x, y) }
+
+// add returns x + y, treating nil as zero.
+func (b *bnBuilder) add(x, y registry.Value) registry.Value {
+	switch {
+	case x == nil:
+		return y
+	case y == nil:
+		return x
+	}
+	return b.op("AddV2", x, y)
+}
+
+// mean and sum reduce over the reduction axes, keeping them (per-channel
+// results of the broadcastable shape).
+func (b *bnBuilder) mean(x registry.Value) registry.Value {
+	return op1(b.e, "Mean", b.keep, x, b.axes)
+}
+
+func (b *bnBuilder) sum(x registry.Value) registry.Value {
+	return op1(b.e, "Sum", b.keep, x, b.axes)
+}
+
+// perChannel makes a [C] vector broadcastable against x (a reshape for
+// channels-first layouts; a channels-last [C] broadcasts as it is).
+func (b *bnBuilder) perChannel(v registry.Value) registry.Value {
+	if !b.first {
+		return v
+	}
+	return b.op("Reshape", v, b.e.Ints(b.bc...))
+}
+
+// vector reshapes a per-channel value back to [C].
+func (b *bnBuilder) vector(v registry.Value) registry.Value {
+	c := b.bc[1]
+	if !b.first {
+		c = b.bc[len(b.bc)-1]
+	}
+	return b.op("Reshape", v, b.e.Ints(c))
+}
+
+// proj returns P(v) = v − M[v] − x̂·M[v·x̂], and M[v·x̂].
+func (b *bnBuilder) proj(v, xh registry.Value) (p, mvx registry.Value) {
+	mvx = b.mean(b.mul(v, xh))
+	return b.sub(b.sub(v, b.mean(v)), b.mul(xh, mvx)), mvx
+}
+
+// bnGradGrad is the gradient of FusedBatchNormGrad and
+// FusedBatchNormGradV3; see the comment at the top of the file.
+func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	in := n.Inputs()
+	res := make([]registry.Value, len(in))
+	u, wg, wb := dy[0], dy[1], dy[2]
+	need0, need1, need2 := n.NeedsGrad(0), n.NeedsGrad(1), n.NeedsGrad(2)
+	if (u == nil && wg == nil && wb == nil) || !(need0 || need1 || need2) {
+		return res, nil
+	}
+	a, ok := n.Attrs().(forward.FusedBatchNormGradAttrs)
+	if !ok {
+		return nil, registry.Errorf(registry.ErrInternal, "%s gradient: attrs of type %T", n.Op().Name, n.Attrs())
+	}
+	g, x, gamma := in[0], in[1], in[2]
+	xs := shapeOf(x)
+	format := a.Format()
+	first := format == "NCHW" || format == "NCDHW"
+	ch := len(xs) - 1
+	if first {
+		ch = 1
+	}
+	b := &bnBuilder{e: e, shape: xs, first: first, keep: forward.SumAttrs{KeepDims: true}}
+	b.bc = make([]int, len(xs))
+	var axes []int
+	for i, d := range xs {
+		b.bc[i] = 1
+		if i == ch {
+			b.bc[i] = d
+		} else {
+			axes = append(axes, i)
+		}
+	}
+	if redNumel(xs) == 0 {
+		// No elements: the grad op's outputs are empty or 0 whatever its
+		// inputs (TensorFlow's composite would put NaN means in here).
+		if need0 {
+			res[0] = b.op("ZerosLike", g)
+		}
+		if need1 {
+			res[1] = b.op("ZerosLike", x)
+		}
+		if need2 {
+			res[2] = b.op("ZerosLike", gamma)
+		}
+		return res, nil
+	}
+	b.axes = e.Ints(axes...)
+	eps := e.Scalar(x.Dtype(), float64(a.Eps()))
+	gb := b.perChannel(gamma)
+	var gdy, gx, ggamma registry.Value
+	if a.Training() {
+		mu := b.mean(x)
+		xc := b.sub(x, mu)
+		r := b.op("Rsqrt", b.op("AddV2", b.mean(b.op("Square", xc)), eps))
+		xh := b.mul(xc, r)
+		var pdy, mdyxh registry.Value
+		if need1 || (need2 && u != nil) {
+			pdy, mdyxh = b.proj(g, xh)
+		}
+		if u != nil {
+			pu, muxh := b.proj(u, xh)
+			gr := b.mul(gb, r)
+			if need0 {
+				gdy = b.mul(gr, pu)
+			}
+			if need2 {
+				ggamma = b.vector(b.mul(b.sum(b.mul(u, pdy)), r))
+			}
+			if need1 {
+				inner := b.add(b.add(b.mul(xh, b.mean(b.mul(pu, g))), b.mul(pu, mdyxh)), b.mul(pdy, muxh))
+				gx = b.op("Neg", b.mul(b.mul(gr, r), inner))
+			}
+		}
+		if wg != nil {
+			wgb := b.perChannel(wg)
+			if need0 {
+				gdy = b.add(gdy, b.mul(wgb, xh))
+			}
+			if need1 {
+				gx = b.add(gx, b.mul(b.mul(wgb, r), pdy))
+			}
+		}
+	} else {
+		m, v := b.perChannel(in[3]), b.perChannel(in[4])
+		r := b.op("Rsqrt", b.op("AddV2", v, eps))
+		if u != nil {
+			if need0 {
+				gdy = b.mul(u, b.mul(gb, r))
+			}
+			if need2 {
+				ggamma = b.vector(b.mul(b.sum(b.mul(u, g)), r))
+			}
+		}
+		if wg != nil {
+			wr := b.mul(b.perChannel(wg), r)
+			if need0 {
+				gdy = b.add(gdy, b.mul(wr, b.sub(x, m)))
+			}
+			if need1 {
+				gx = b.mul(wr, g)
+			}
+		}
+	}
+	if wb != nil && need0 {
+		wbb := b.perChannel(wb)
+		if gdy == nil {
+			gdy = b.op("BroadcastTo", wbb, e.Ints(xs...))
+		} else {
+			gdy = b.add(gdy, wbb)
+		}
+	}
+	if need0 {
+		res[0] = gdy
+	}
+	if need1 {
+		res[1] = gx
+	}
+	if need2 {
+		res[2] = ggamma
+	}
+	return res, nil
+}

@@ -1,0 +1,921 @@
+package forward
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/parallel"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// FusedBatchNorm family: FusedBatchNorm, FusedBatchNormV3 and their
+// gradient ops FusedBatchNormGrad, FusedBatchNormGradV3, with TensorFlow's
+// names, argument order, attributes, validation and CPU-kernel outputs
+// (spec/fused_batch_norm.md).
+//
+// Dtypes: TensorFlow has float32 kernels only; tapegrad adds float64 (for
+// gradient checks). Every input has x's dtype (for float32 this is
+// TensorFlow's rule: T = U = float).
+//
+// Layouts: x is viewed as [outer, C, inner]. Channels-last formats (NHWC,
+// NDHWC) have inner = 1 and outer = N·H·W (N·D·H·W); channels-first
+// formats (NCHW, NCDHW) have outer = N and inner = H·W (D·H·W). Every
+// per-channel statistic reduces over outer and inner. The 5-D formats are
+// accepted by the V3 ops only, as in TensorFlow.
+//
+// Numerics: per-channel sums are accumulated in float64 for both dtypes
+// (statistics of a float32 tensor do not drift with the batch size); only
+// groups of four terms are added in the element type first. The training
+// statistics take one pass with sums shifted by the channel's first
+// element (Σ(x−k), Σ(x−k)²), which is as accurate as TensorFlow's two-pass
+// float32 formula for any data whose mean is not many orders of magnitude
+// away from its spread. Reductions are cut into chunks whose
+// bounds depend only on the shape, and the chunks' partial sums are
+// combined in chunk order, so results are bit-identical for any thread
+// count. Per-channel coefficients are formed in float64 and rounded once;
+// the elementwise passes run in the element type.
+//
+// Passes over the data: the training forward reads x twice (statistics,
+// then normalisation); the inference forward once. The training gradient
+// reads (dy, x) once for its two channel sums and once more to write dx;
+// the inference gradient does everything in one pass.
+
+// Op names of the family.
+const (
+	bnOpV1     = "FusedBatchNorm"
+	bnOpV3     = "FusedBatchNormV3"
+	bnOpGradV1 = "FusedBatchNormGrad"
+	bnOpGradV3 = "FusedBatchNormGradV3"
+)
+
+// Default attribute values, as TensorFlow's op definitions give them.
+const (
+	bnDefaultEpsilon   = float32(0.0001)
+	bnDefaultAvgFactor = float32(1)
+)
+
+// FusedBatchNormAttrs are the attributes of FusedBatchNorm and
+// FusedBatchNormV3. The pointer fields are nil for TensorFlow's default.
+type FusedBatchNormAttrs struct {
+	// Epsilon is added to the variance before the inverse square root
+	// (default 0.0001). TensorFlow's attr is a 32-bit float; the raw op
+	// uses it as given (the Python wrapper raises it to 1.001e-5).
+	Epsilon *float32 `tf:"epsilon" default:"0.0001"`
+	// ExponentialAvgFactor f (default 1) blends the batch statistics into
+	// the running ones in training: batch_mean = (1−f)·mean + f·μ,
+	// batch_variance = (1−f)·variance + f·unbiased variance. With f == 1
+	// (exactly) the mean and variance inputs are not read.
+	ExponentialAvgFactor *float32 `tf:"exponential_avg_factor" default:"1"`
+	// DataFormat is "NHWC" (default) or "NCHW" for a 4-D x, "NDHWC" or
+	// "NCDHW" for a 5-D x (FusedBatchNormV3 only).
+	DataFormat string `tf:"data_format" default:"NHWC" allowed:"NHWC,NCHW,NDHWC,NCDHW"`
+	// IsTraining (default true) normalises with the batch statistics;
+	// false normalises with the given mean and variance (inference).
+	IsTraining *bool `tf:"is_training" default:"true"`
+}
+
+// Eps returns the epsilon attribute, or its default when unset.
+func (a FusedBatchNormAttrs) Eps() float32 {
+	if a.Epsilon == nil {
+		return bnDefaultEpsilon
+	}
+	return *a.Epsilon
+}
+
+// AvgFactor returns the exponential_avg_factor attribute, or its default
+// when unset.
+func (a FusedBatchNormAttrs) AvgFactor() float32 {
+	if a.ExponentialAvgFactor == nil {
+		return bnDefaultAvgFactor
+	}
+	return *a.ExponentialAvgFactor
+}
+
+// Training returns the is_training attribute, or its default (true) when
+// unset.
+func (a FusedBatchNormAttrs) Training() bool { return a.IsTraining == nil || *a.IsTraining }
+
+// Format returns the data_format attribute, or its default ("NHWC") when
+// unset.
+func (a FusedBatchNormAttrs) Format() string {
+	if a.DataFormat == "" {
+		return "NHWC"
+	}
+	return a.DataFormat
+}
+
+// GradAttrs returns the attributes of the matching gradient op (same
+// epsilon, data format and mode), as TensorFlow's gradient passes them.
+func (a FusedBatchNormAttrs) GradAttrs() FusedBatchNormGradAttrs {
+	eps, tr := a.Eps(), a.Training()
+	return FusedBatchNormGradAttrs{Epsilon: &eps, DataFormat: a.Format(), IsTraining: &tr}
+}
+
+// FusedBatchNormGradAttrs are the attributes of FusedBatchNormGrad and
+// FusedBatchNormGradV3. The pointer fields are nil for TensorFlow's
+// default.
+type FusedBatchNormGradAttrs struct {
+	// Epsilon is the forward op's epsilon (default 0.0001).
+	Epsilon *float32 `tf:"epsilon" default:"0.0001"`
+	// DataFormat is "NHWC" (default) or "NCHW" for 4-D tensors, "NDHWC"
+	// or "NCDHW" for 5-D ones (FusedBatchNormGradV3 only). Unlike
+	// TensorFlow's kernels, the channels-first formats are accepted with
+	// IsTraining false too (the maths is the same).
+	DataFormat string `tf:"data_format" default:"NHWC" allowed:"NHWC,NCHW,NDHWC,NCDHW"`
+	// IsTraining (default true) selects the gradient of the training-mode
+	// forward (reserve_space_1/2 hold the batch mean and biased variance)
+	// or of the inference-mode forward (they hold the population mean and
+	// variance).
+	IsTraining *bool `tf:"is_training" default:"true"`
+}
+
+// Eps returns the epsilon attribute, or its default when unset.
+func (a FusedBatchNormGradAttrs) Eps() float32 {
+	if a.Epsilon == nil {
+		return bnDefaultEpsilon
+	}
+	return *a.Epsilon
+}
+
+// Training returns the is_training attribute, or its default (true) when
+// unset.
+func (a FusedBatchNormGradAttrs) Training() bool { return a.IsTraining == nil || *a.IsTraining }
+
+// Format returns the data_format attribute, or its default ("NHWC") when
+// unset.
+func (a FusedBatchNormGradAttrs) Format() string {
+	if a.DataFormat == "" {
+		return "NHWC"
+	}
+	return a.DataFormat
+}
+
+func init() {
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpV1,
+		Doc: "batch normalisation of a 4-D x (NHWC/NCHW) per channel: training normalises with the batch " +
+			"statistics and returns them (running averages with exponential_avg_factor), inference uses mean/variance",
+		Inputs:  args("x", "scale", "offset", "mean", "variance"),
+		Outputs: args("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
+		Attrs:   FusedBatchNormAttrs{},
+		Kernels: floatKernels(bnKernel[float32](bnOpV1), bnKernel[float64](bnOpV1)),
+		Samples: bnSamples(bnOpV1),
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpV3,
+		Doc: "FusedBatchNorm for 4-D or 5-D x (NHWC, NCHW, NDHWC, NCDHW), with a sixth output reserve_space_3 " +
+			"(a scalar 0 on CPU)",
+		Inputs:  args("x", "scale", "offset", "mean", "variance"),
+		Outputs: args("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
+		Attrs:   FusedBatchNormAttrs{},
+		Kernels: floatKernels(bnKernel[float32](bnOpV3), bnKernel[float64](bnOpV3)),
+		Samples: bnSamples(bnOpV3),
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpGradV1,
+		Doc: "gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale " +
+			"and the forward's reserve spaces (training) or the population mean/variance (inference)",
+		Inputs:  args("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"),
+		Outputs: args("x_backprop", "scale_backprop", "offset_backprop", "reserve_space_3", "reserve_space_4"),
+		Attrs:   FusedBatchNormGradAttrs{},
+		Kernels: floatKernels(bnGradKernel[float32](bnOpGradV1), bnGradKernel[float64](bnOpGradV1)),
+		Samples: bnGradSamples(bnOpGradV1),
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpGradV3,
+		Doc: "gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by " +
+			"TensorFlow's CPU kernel",
+		Inputs:  args("y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
+		Outputs: args("x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5"),
+		Attrs:   FusedBatchNormGradAttrs{},
+		Kernels: floatKernels(bnGradKernel[float32](bnOpGradV3), bnGradKernel[float64](bnOpGradV3)),
+		Samples: bnGradSamples(bnOpGradV3),
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Layout and validation.
+
+// bnLayout is x viewed as [outer, c, inner] (row-major).
+type bnLayout struct {
+	outer, c, inner int
+}
+
+// count returns the number of elements per channel.
+func (l bnLayout) count() int { return l.outer * l.inner }
+
+// size returns the number of elements of x.
+func (l bnLayout) size() int { return l.outer * l.c * l.inner }
+
+// bnShape formats a shape as TensorFlow's TensorShape::DebugString.
+func bnShape(s []int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, d := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, d)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// bnFormatRank returns the rank a data format needs, and whether the
+// format is channels-first.
+func bnFormatRank(format string) (rank int, channelsFirst bool) {
+	switch format {
+	case "NCHW":
+		return 4, true
+	case "NDHWC":
+		return 5, false
+	case "NCDHW":
+		return 5, true
+	}
+	return 4, false
+}
+
+// bnCheckFormat rejects the 5-D formats for the V1 ops (their op
+// definitions allow NHWC and NCHW only).
+func bnCheckFormat(op, format string) error {
+	if (op == bnOpV1 || op == bnOpGradV1) && (format == "NDHWC" || format == "NCDHW") {
+		return registry.Errorf(registry.ErrInvalidArgument, "%s: Invalid data format %q: %s supports NHWC and NCHW (use %sV3 for 5-D inputs)",
+			op, format, op, op)
+	}
+	return nil
+}
+
+// bnLayoutOf checks that x's rank fits the data format and returns its
+// layout. The rank itself (4 or 5) has been checked by the caller.
+func bnLayoutOf(op, name string, shape []int, format string) (bnLayout, error) {
+	rank, first := bnFormatRank(format)
+	if len(shape) != rank {
+		return bnLayout{}, registry.Errorf(registry.ErrShape, "%s: %s must be %d-dimensional for data_format %s, got shape %s",
+			op, name, rank, format, bnShape(shape))
+	}
+	if first {
+		inner := 1
+		for _, d := range shape[2:] {
+			inner *= d
+		}
+		return bnLayout{outer: shape[0], c: shape[1], inner: inner}, nil
+	}
+	outer := 1
+	for _, d := range shape[:rank-1] {
+		outer *= d
+	}
+	return bnLayout{outer: outer, c: shape[rank-1], inner: 1}, nil
+}
+
+// bnCheckDtypes checks that every input has x's dtype (input xi).
+func bnCheckDtypes(op string, xi int, names []string, in []*tensor.Dense) error {
+	dt := in[xi].Dtype()
+	for i, t := range in {
+		if t.Dtype() != dt {
+			return registry.Errorf(registry.ErrDtype, "%s: input %d (%s) has dtype %v, expected %v like %s",
+				op, i, names[i], t.Dtype(), dt, names[xi])
+		}
+	}
+	return nil
+}
+
+// bnCheck1D returns TensorFlow's "<what> must be 1-dimensional" error for
+// a tensor that is not a vector.
+func bnCheck1D(op, what string, t *tensor.Dense) error {
+	if len(t.Shape()) != 1 {
+		return registry.Errorf(registry.ErrInvalidArgument, "%s: %s must be 1-dimensional, got shape %s", op, what, bnShape(t.Shape()))
+	}
+	return nil
+}
+
+// bnCheckRank45 returns TensorFlow's "input must be 4 or 5-dimensional"
+// error.
+func bnCheckRank45(op, name string, t *tensor.Dense) error {
+	if r := len(t.Shape()); r != 4 && r != 5 {
+		return registry.Errorf(registry.ErrInvalidArgument, "%s: input must be 4 or 5-dimensional, got %s of shape %s",
+			op, name, bnShape(t.Shape()))
+	}
+	return nil
+}
+
+// bnCheckChannels returns TensorFlow's "<what> must have the same number of
+// elements as the channels of x" error.
+func bnCheckChannels(op, prefix, what string, t *tensor.Dense, c int) error {
+	if n := tensorx.Len(t); n != c {
+		return registry.Errorf(registry.ErrInvalidArgument, "%s: %s%s must have the same number of elements as the channels of x, got %d and %d",
+			op, prefix, what, n, c)
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Chunked, deterministic per-channel reductions.
+
+const (
+	// bnMaxChunks bounds the number of chunks a reduction is cut into
+	// (and so the partial-sum scratch, bnMaxChunks·2·C float64).
+	bnMaxChunks = 64
+	// bnMinChunk is the smallest number of elements of a chunk worth a
+	// task of its own.
+	bnMinChunk = 1 << 14
+)
+
+// bnSplit cuts the outer dimension into chunks of per units (a unit holds
+// unitElems elements) and returns per and the chunk count. It depends only
+// on the shape.
+func bnSplit(outer, unitElems int) (per, chunks int) {
+	per = max(1, (outer+bnMaxChunks-1)/bnMaxChunks, (bnMinChunk+unitElems-1)/max(1, unitElems))
+	per = min(per, max(1, outer))
+	return per, (outer + per - 1) / per
+}
+
+// bnRowsBody accumulates two per-channel sums over the rows [o0, o1) of a
+// channels-last tensor into p1, p2 (length C, zeroed by the caller).
+type bnRowsBody func(o0, o1 int, p1, p2 []float64)
+
+// bnSegBody returns two sums over the channel-c segments of the outer
+// units [o0, o1) of a channels-first tensor.
+type bnSegBody func(o0, o1, c int) (float64, float64)
+
+// bnReduce computes two per-channel sums s1, s2 (length C) over x's
+// layout, with rows (inner == 1) or seg (inner > 1) doing the work on
+// fixed chunks of the outer dimension; chunk partials are combined in
+// chunk order, so the sums do not depend on the thread count.
+func bnReduce(kc *registry.KernelCtx, l bnLayout, s1, s2 []float64, rows bnRowsBody, seg bnSegBody) error {
+	C := l.c
+	per, chunks := bnSplit(l.outer, C*l.inner)
+	part, err := registry.Scratch[float64](kc, 2*chunks*C, true)
+	if err != nil {
+		return err
+	}
+	p1, p2 := part[:chunks*C], part[chunks*C:]
+	if l.inner == 1 {
+		parallel.For(kc.NumThreads(), chunks, 1, func(k0, k1 int) {
+			for k := k0; k < k1; k++ {
+				rows(k*per, min((k+1)*per, l.outer), p1[k*C:(k+1)*C], p2[k*C:(k+1)*C])
+			}
+		})
+	} else {
+		items := chunks * C
+		grain := max(1, bnMinChunk/max(1, per*l.inner))
+		parallel.For(kc.NumThreads(), items, grain, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				k, c := i/C, i%C
+				p1[i], p2[i] = seg(k*per, min((k+1)*per, l.outer), c)
+			}
+		})
+	}
+	for c := range s1[:C] {
+		s1[c], s2[c] = 0, 0
+	}
+	for k := 0; k < chunks; k++ {
+		a, b := p1[k*C:(k+1)*C], p2[k*C:(k+1)*C]
+		for c := range a {
+			s1[c] += a[c]
+			s2[c] += b[c]
+		}
+	}
+	return nil
+}
+
+// bnForUnits runs rows over the rows of a channels-last layout, or segs
+// over the (outer, channel) segments of a channels-first one, in parallel;
+// both must only write elementwise outputs.
+func bnForUnits(kc *registry.KernelCtx, l bnLayout, rows func(o0, o1 int), segs func(s0, s1 int)) {
+	if l.inner == 1 {
+		parallel.For(kc.NumThreads(), l.outer, max(1, bnMinChunk/max(1, l.c)), rows)
+		return
+	}
+	parallel.For(kc.NumThreads(), l.outer*l.c, max(1, bnMinChunk/l.inner), segs)
+}
+
+// ---------------------------------------------------------------------------
+// Forward.
+
+// bnKernel is the kernel of FusedBatchNorm (op bnOpV1) or FusedBatchNormV3.
+func bnKernel[T tensorx.Float](op string) registry.Kernel {
+	v3 := op == bnOpV3
+	names := []string{"x", "scale", "offset", "mean", "variance"}
+	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		a, ok := attrs.(FusedBatchNormAttrs)
+		if !ok {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be forward.FusedBatchNormAttrs, got %T", op, attrs)
+		}
+		format := a.Format()
+		if err := bnCheckFormat(op, format); err != nil {
+			return nil, err
+		}
+		if err := bnCheckDtypes(op, 0, names, in); err != nil {
+			return nil, err
+		}
+		x, scale, offset, mean, variance := in[0], in[1], in[2], in[3], in[4]
+		if err := bnCheckRank45(op, "x", x); err != nil {
+			return nil, err
+		}
+		for i, what := range []string{"scale", "offset", "estimated_mean", "estimated_variance"} {
+			if err := bnCheck1D(op, what, in[i+1]); err != nil {
+				return nil, err
+			}
+		}
+		l, err := bnLayoutOf(op, "x", x.Shape(), format)
+		if err != nil {
+			return nil, err
+		}
+		C := l.c
+		if err := bnCheckChannels(op, "", "scale", scale, C); err != nil {
+			return nil, err
+		}
+		if err := bnCheckChannels(op, "", "offset", offset, C); err != nil {
+			return nil, err
+		}
+		training, factor := a.Training(), a.AvgFactor()
+		if !training || factor != 1 {
+			prefix := "When is_training=false, "
+			if training {
+				prefix = "When exponential_avg_factor != 1, "
+			}
+			if err := bnCheckChannels(op, prefix, "mean", mean, C); err != nil {
+				return nil, err
+			}
+			if err := bnCheckChannels(op, prefix, "variance", variance, C); err != nil {
+				return nil, err
+			}
+		}
+
+		dt := x.Dtype()
+		nout := 5
+		if v3 {
+			nout = 6
+		}
+		out := make([]*tensor.Dense, nout)
+		if out[0], err = like(kc, x); err != nil {
+			return nil, err
+		}
+		for i := 1; i < 5; i++ {
+			if out[i], err = kc.Output(dt, C); err != nil {
+				return nil, err
+			}
+		}
+		if v3 {
+			// TensorFlow's CPU kernel writes a scalar 0.
+			if out[5], err = kc.Zeros(dt); err != nil {
+				return nil, err
+			}
+		}
+		bm, bv, rs1, rs2 := data[T](out[1]), data[T](out[2]), data[T](out[3]), data[T](out[4])
+		if l.size() == 0 {
+			// TensorFlow fills the statistics with NaN; the reserve spaces
+			// are unspecified there, NaN here.
+			nan := T(math.NaN())
+			for _, s := range [][]T{bm, bv, rs1, rs2} {
+				for i := range s {
+					s[i] = nan
+				}
+			}
+			return out, nil
+		}
+		eps := float64(a.Eps())
+		xs, ys := data[T](x), data[T](out[0])
+		gamma, beta := data[T](scale), data[T](offset)
+		coef, err := registry.Scratch[T](kc, 3*C, false)
+		if err != nil {
+			return nil, err
+		}
+		mu, k, shift := coef[:C], coef[C:2*C], coef[2*C:]
+		if !training {
+			m, v := data[T](mean), data[T](variance)
+			for c := 0; c < C; c++ {
+				mu[c] = m[c]
+				k[c] = T(float64(gamma[c]) / math.Sqrt(float64(v[c])+eps))
+			}
+			bnNormalize(kc, l, xs, ys, mu, k, beta)
+			copy(bm, m)
+			copy(bv, v)
+			copy(rs1, m)
+			copy(rs2, v)
+			return out, nil
+		}
+		st, err := registry.Scratch[float64](kc, 2*C, false)
+		if err != nil {
+			return nil, err
+		}
+		s1, s2 := st[:C], st[C:]
+		if err := bnStats(kc, l, xs, shift, s1, s2); err != nil {
+			return nil, err
+		}
+		n := float64(l.count())
+		bessel := n / max(n-1, 1)
+		f := float64(factor)
+		var m, v []T
+		if factor != 1 {
+			m, v = data[T](mean), data[T](variance)
+		}
+		for c := 0; c < C; c++ {
+			d := s1[c] / n
+			bmean := float64(shift[c]) + d
+			bvar := max(s2[c]/n-d*d, 0)
+			mu[c] = T(bmean)
+			k[c] = T(float64(gamma[c]) / math.Sqrt(bvar+eps))
+			rs1[c], rs2[c] = T(bmean), T(bvar)
+			if factor == 1 {
+				bm[c], bv[c] = T(bmean), T(bvar*bessel)
+			} else {
+				bm[c] = T((1-f)*float64(m[c]) + f*bmean)
+				bv[c] = T((1-f)*float64(v[c]) + (f*bessel)*bvar)
+			}
+		}
+		bnNormalize(kc, l, xs, ys, mu, k, beta)
+		return out, nil
+	}
+}
+
+// bnStats computes, per channel, shift = the channel's first element (0
+// if it is not finite, so that an infinite element gives an infinite mean
+// as in TensorFlow) and the sums s1 = Σ(x − shift), s2 = Σ(x − shift)².
+// Groups of four terms are added in the element type (where x − shift is
+// exact or nearly so) and the group sums accumulated in float64.
+func bnStats[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, x, shift []T, s1, s2 []float64) error {
+	C, S := l.c, l.inner
+	for c := 0; c < C; c++ {
+		shift[c] = x[c*S]
+		if v := float64(shift[c]); math.IsInf(v, 0) || math.IsNaN(v) {
+			shift[c] = 0
+		}
+	}
+	rows := func(o0, o1 int, p1, p2 []float64) {
+		bnStatsRows(x[o0*C:o1*C], C, shift, p1, p2)
+	}
+	seg := func(o0, o1, c int) (float64, float64) {
+		k := shift[c]
+		var a, b float64
+		for o := o0; o < o1; o++ {
+			s := x[(o*C+c)*S : (o*C+c+1)*S]
+			i := 0
+			for ; i+4 <= len(s); i += 4 {
+				q := s[i : i+4 : i+4]
+				d0, d1, d2, d3 := q[0]-k, q[1]-k, q[2]-k, q[3]-k
+				a += float64((d0 + d1) + (d2 + d3))
+				b += float64((d0*d0 + d1*d1) + (d2*d2 + d3*d3))
+			}
+			for ; i < len(s); i++ {
+				d := s[i] - k
+				a += float64(d)
+				b += float64(d * d)
+			}
+		}
+		return a, b
+	}
+	return bnReduce(kc, l, s1, s2, rows, seg)
+}
+
+// bnNormalize writes y = (x − mu)·k + beta per channel, in the element
+// type (TensorFlow's order: the factor k = γ·rsqrt(var+ε) is formed
+// first).
+func bnNormalize[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, x, y, mu, k, beta []T) {
+	C, S := l.c, l.inner
+	bnForUnits(kc, l, func(o0, o1 int) {
+		bnNormRows(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta)
+	}, func(s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			c := s % C
+			m, kk, b := mu[c], k[c], beta[c]
+			xr, yr := x[s*S:(s+1)*S], y[s*S:(s+1)*S]
+			for i, v := range xr {
+				yr[i] = (v-m)*kk + b
+			}
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Gradient ops.
+
+// bnGradKernel is the kernel of FusedBatchNormGrad (op bnOpGradV1) or
+// FusedBatchNormGradV3.
+func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
+	names := []string{"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"}
+	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		a, ok := attrs.(FusedBatchNormGradAttrs)
+		if !ok {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be forward.FusedBatchNormGradAttrs, got %T", op, attrs)
+		}
+		format := a.Format()
+		if err := bnCheckFormat(op, format); err != nil {
+			return nil, err
+		}
+		if err := bnCheckDtypes(op, 1, names, in); err != nil {
+			return nil, err
+		}
+		dy, x, scale, m, v := in[0], in[1], in[2], in[3], in[4]
+		if err := bnCheckRank45(op, "y_backprop", dy); err != nil {
+			return nil, err
+		}
+		if err := bnCheckRank45(op, "x", x); err != nil {
+			return nil, err
+		}
+		if err := bnCheck1D(op, "scale", scale); err != nil {
+			return nil, err
+		}
+		if err := bnCheck1D(op, "saved mean", m); err != nil {
+			return nil, err
+		}
+		if err := bnCheck1D(op, "saved variance", v); err != nil {
+			return nil, err
+		}
+		if !tensorx.SameShape(x.Shape(), dy.Shape()) {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: x and y_backprop must have same shape, but x has shape %s and y_backprop has shape %s",
+				op, bnShape(x.Shape()), bnShape(dy.Shape()))
+		}
+		l, err := bnLayoutOf(op, "x", x.Shape(), format)
+		if err != nil {
+			return nil, err
+		}
+		C := l.c
+		if err := bnCheckChannels(op, "", "scale", scale, C); err != nil {
+			return nil, err
+		}
+		if err := bnCheckChannels(op, "", "reserve_space_1", m, C); err != nil {
+			return nil, err
+		}
+		if err := bnCheckChannels(op, "", "reserve_space_2", v, C); err != nil {
+			return nil, err
+		}
+
+		dt := x.Dtype()
+		out := make([]*tensor.Dense, 5)
+		if out[0], err = like(kc, x); err != nil {
+			return nil, err
+		}
+		if out[1], err = kc.Output(dt, C); err != nil {
+			return nil, err
+		}
+		if out[2], err = kc.Output(dt, C); err != nil {
+			return nil, err
+		}
+		if out[3], err = kc.Output(dt, 0); err != nil {
+			return nil, err
+		}
+		if out[4], err = kc.Output(dt, 0); err != nil {
+			return nil, err
+		}
+		dscale, doffset := data[T](out[1]), data[T](out[2])
+		if l.size() == 0 {
+			clear(dscale)
+			clear(doffset)
+			return out, nil
+		}
+		st, err := registry.Scratch[float64](kc, 2*C, false)
+		if err != nil {
+			return nil, err
+		}
+		s1, s2 := st[:C], st[C:]
+		ms, vs, gamma := data[T](m), data[T](v), data[T](scale)
+		coef, err := registry.Scratch[T](kc, 3*C, false)
+		if err != nil {
+			return nil, err
+		}
+		eps := float64(a.Eps())
+		dys, xs, dxs := data[T](dy), data[T](x), data[T](out[0])
+		if !a.Training() {
+			// dx = dy·(γ·r) needs no statistics: one pass writes it and
+			// sums Σdy, Σdy·(x − m).
+			k := coef[:C]
+			for c := range k {
+				k[c] = T(float64(gamma[c]) / math.Sqrt(float64(vs[c])+eps))
+			}
+			if err := bnGradSums(kc, l, dys, xs, ms, s1, s2, dxs, k); err != nil {
+				return nil, err
+			}
+			for c := 0; c < C; c++ {
+				r := 1 / math.Sqrt(float64(vs[c])+eps)
+				dscale[c] = T(s2[c] * r)
+				doffset[c] = T(s1[c])
+			}
+			return out, nil
+		}
+		if err := bnGradSums(kc, l, dys, xs, ms, s1, s2, nil, nil); err != nil {
+			return nil, err
+		}
+		// dx = γr·(dy − M[dy] − (x − m)·r²·M[dy·(x − m)])
+		//    = A·(dy − M[dy]) − B·(x − m).
+		n := float64(l.count())
+		A, mdy, B := coef[:C], coef[C:2*C], coef[2*C:3*C]
+		for c := 0; c < C; c++ {
+			r := 1 / math.Sqrt(float64(vs[c])+eps)
+			dscale[c] = T(s2[c] * r)
+			doffset[c] = T(s1[c])
+			ac := float64(gamma[c]) * r
+			A[c] = T(ac)
+			mdy[c] = T(s1[c] / n)
+			B[c] = T(ac * r * r * s2[c] / n)
+		}
+		bnGradDx(kc, l, dys, xs, dxs, A, mdy, B, ms)
+		return out, nil
+	}
+}
+
+// bnGradSums computes s1 = Σdy and s2 = Σdy·(x − mean) per channel, with
+// groups of four terms added in the element type and the group sums
+// accumulated in float64. If dx is not nil it also writes dx = dy·k (the
+// inference gradient) in the same pass.
+func bnGradSums[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, mean []T, s1, s2 []float64, dx, k []T) error {
+	C, S := l.c, l.inner
+	rows := func(o0, o1 int, p1, p2 []float64) {
+		bnGradSumsRows(dy[o0*C:o1*C], x[o0*C:o1*C], C, mean, p1, p2)
+		if dx != nil {
+			bnScaleRows(dy[o0*C:o1*C], dx[o0*C:o1*C], C, k)
+		}
+	}
+	seg := func(o0, o1, c int) (float64, float64) {
+		mc := mean[c]
+		var a, b float64
+		for o := o0; o < o1; o++ {
+			lo, hi := (o*C+c)*S, (o*C+c+1)*S
+			gs, xr := dy[lo:hi], x[lo:hi]
+			xr = xr[:len(gs)]
+			i := 0
+			for ; i+4 <= len(gs); i += 4 {
+				g := gs[i : i+4 : i+4]
+				q := xr[i : i+4 : i+4]
+				a += float64((g[0] + g[1]) + (g[2] + g[3]))
+				b += float64((g[0]*(q[0]-mc) + g[1]*(q[1]-mc)) + (g[2]*(q[2]-mc) + g[3]*(q[3]-mc)))
+			}
+			for ; i < len(gs); i++ {
+				a += float64(gs[i])
+				b += float64(gs[i] * (xr[i] - mc))
+			}
+			if dx != nil {
+				kv, dr := k[c], dx[lo:hi]
+				dr = dr[:len(gs)]
+				for i, g := range gs {
+					dr[i] = g * kv
+				}
+			}
+		}
+		return a, b
+	}
+	return bnReduce(kc, l, s1, s2, rows, seg)
+}
+
+// bnGradDx writes the training gradient dx = A·(dy − mdy) − B·(x − m) per
+// channel, in the element type.
+func bnGradDx[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, dx, A, mdy, B, m []T) {
+	C, S := l.c, l.inner
+	bnForUnits(kc, l, func(o0, o1 int) {
+		bnGradDxRows(dy[o0*C:o1*C], x[o0*C:o1*C], dx[o0*C:o1*C], C, A, mdy, B, m)
+	}, func(s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			c := s % C
+			a, md, b, mm := A[c], mdy[c], B[c], m[c]
+			gr, xr, dr := dy[s*S:(s+1)*S], x[s*S:(s+1)*S], dx[s*S:(s+1)*S]
+			for i, g := range gr {
+				dr[i] = a*(g-md) - b*(xr[i]-mm)
+			}
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Inner loops over channels-last rows. Four rows are processed together so
+// that each channel's coefficients and accumulators are loaded once per
+// four elements and the inner loops over channels are free of bounds
+// checks; the order of every sum depends only on the shape.
+
+// bnStatsRows adds Σ(x − K) and Σ(x − K)² per channel over the rows of x
+// (whole rows of C channels) to p1 and p2: four rows' terms are added in
+// the element type, their sum in float64.
+func bnStatsRows[T tensorx.Float](x []T, C int, K []T, p1, p2 []float64) {
+	K, p1, p2 = K[:C], p1[:C], p2[:C]
+	o := 0
+	for ; o+4*C <= len(x); o += 4 * C {
+		x0, x1, x2, x3 := x[o:o+C], x[o+C:o+2*C], x[o+2*C:o+3*C], x[o+3*C:o+4*C]
+		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
+		k, a, b := K[:len(x0)], p1[:len(x0)], p2[:len(x0)]
+		for c, v := range x0 {
+			kc := k[c]
+			d0, d1, d2, d3 := v-kc, x1[c]-kc, x2[c]-kc, x3[c]-kc
+			a[c] += float64((d0 + d1) + (d2 + d3))
+			b[c] += float64((d0*d0 + d1*d1) + (d2*d2 + d3*d3))
+		}
+	}
+	for ; o < len(x); o += C {
+		x0 := x[o : o+C]
+		k, a, b := K[:len(x0)], p1[:len(x0)], p2[:len(x0)]
+		for c, v := range x0 {
+			d := v - k[c]
+			a[c] += float64(d)
+			b[c] += float64(d * d)
+		}
+	}
+}
+
+// bnNormRows writes y = (x − mu)·k + beta per channel over the rows of x.
+func bnNormRows[T tensorx.Float](x, y []T, C int, mu, k, beta []T) {
+	mu, k, beta = mu[:C], k[:C], beta[:C]
+	y = y[:len(x)]
+	o := 0
+	for ; o+4*C <= len(x); o += 4 * C {
+		x0, x1, x2, x3 := x[o:o+C], x[o+C:o+2*C], x[o+2*C:o+3*C], x[o+3*C:o+4*C]
+		y0, y1, y2, y3 := y[o:o+C], y[o+C:o+2*C], y[o+2*C:o+3*C], y[o+3*C:o+4*C]
+		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
+		y0, y1, y2, y3 = y0[:len(x0)], y1[:len(x0)], y2[:len(x0)], y3[:len(x0)]
+		m, kk, b := mu[:len(x0)], k[:len(x0)], beta[:len(x0)]
+		for c, v := range x0 {
+			mc, kc, bc := m[c], kk[c], b[c]
+			y0[c] = (v-mc)*kc + bc
+			y1[c] = (x1[c]-mc)*kc + bc
+			y2[c] = (x2[c]-mc)*kc + bc
+			y3[c] = (x3[c]-mc)*kc + bc
+		}
+	}
+	for ; o < len(x); o += C {
+		x0, y0 := x[o:o+C], y[o:o+C]
+		y0 = y0[:len(x0)]
+		m, kk, b := mu[:len(x0)], k[:len(x0)], beta[:len(x0)]
+		for c, v := range x0 {
+			y0[c] = (v-m[c])*kk[c] + b[c]
+		}
+	}
+}
+
+// bnGradSumsRows adds Σdy and Σdy·(x − M) per channel over the rows of dy
+// and x to p1 and p2: four rows' terms are added in the element type,
+// their sum in float64.
+func bnGradSumsRows[T tensorx.Float](dy, x []T, C int, M []T, p1, p2 []float64) {
+	M, p1, p2 = M[:C], p1[:C], p2[:C]
+	x = x[:len(dy)]
+	o := 0
+	for ; o+4*C <= len(dy); o += 4 * C {
+		g0, g1, g2, g3 := dy[o:o+C], dy[o+C:o+2*C], dy[o+2*C:o+3*C], dy[o+3*C:o+4*C]
+		x0, x1, x2, x3 := x[o:o+C], x[o+C:o+2*C], x[o+2*C:o+3*C], x[o+3*C:o+4*C]
+		g1, g2, g3 = g1[:len(g0)], g2[:len(g0)], g3[:len(g0)]
+		x0, x1, x2, x3 = x0[:len(g0)], x1[:len(g0)], x2[:len(g0)], x3[:len(g0)]
+		m, a, b := M[:len(g0)], p1[:len(g0)], p2[:len(g0)]
+		for c, v := range g0 {
+			mc := m[c]
+			e1, e2, e3 := g1[c], g2[c], g3[c]
+			a[c] += float64((v + e1) + (e2 + e3))
+			b[c] += float64((v*(x0[c]-mc) + e1*(x1[c]-mc)) + (e2*(x2[c]-mc) + e3*(x3[c]-mc)))
+		}
+	}
+	for ; o < len(dy); o += C {
+		g0, x0 := dy[o:o+C], x[o:o+C]
+		x0 = x0[:len(g0)]
+		m, a, b := M[:len(g0)], p1[:len(g0)], p2[:len(g0)]
+		for c, v := range g0 {
+			a[c] += float64(v)
+			b[c] += float64(v * (x0[c] - m[c]))
+		}
+	}
+}
+
+// bnScaleRows writes dx = dy·k per channel over the rows of dy (the
+// inference gradient).
+func bnScaleRows[T tensorx.Float](dy, dx []T, C int, k []T) {
+	k = k[:C]
+	dx = dx[:len(dy)]
+	for o := 0; o < len(dy); o += C {
+		g, d := dy[o:o+C], dx[o:o+C]
+		d = d[:len(g)]
+		kk := k[:len(g)]
+		for c, v := range g {
+			d[c] = v * kk[c]
+		}
+	}
+}
+
+// bnGradDxRows writes dx = A·(dy − mdy) − B·(x − m) per channel over the
+// rows of dy and x.
+func bnGradDxRows[T tensorx.Float](dy, x, dx []T, C int, A, mdy, B, m []T) {
+	A, mdy, B, m = A[:C], mdy[:C], B[:C], m[:C]
+	x, dx = x[:len(dy)], dx[:len(dy)]
+	o := 0
+	for ; o+4*C <= len(dy); o += 4 * C {
+		g0, g1, g2, g3 := dy[o:o+C], dy[o+C:o+2*C], dy[o+2*C:o+3*C], dy[o+3*C:o+4*C]
+		x0, x1, x2, x3 := x[o:o+C], x[o+C:o+2*C], x[o+2*C:o+3*C], x[o+3*C:o+4*C]
+		d0, d1, d2, d3 := dx[o:o+C], dx[o+C:o+2*C], dx[o+2*C:o+3*C], dx[o+3*C:o+4*C]
+		g1, g2, g3 = g1[:len(g0)], g2[:len(g0)], g3[:len(g0)]
+		x0, x1, x2, x3 = x0[:len(g0)], x1[:len(g0)], x2[:len(g0)], x3[:len(g0)]
+		d0, d1, d2, d3 = d0[:len(g0)], d1[:len(g0)], d2[:len(g0)], d3[:len(g0)]
+		a, md, b, mm := A[:len(g0)], mdy[:len(g0)], B[:len(g0)], m[:len(g0)]
+		for c, v := range g0 {
+			ac, gc, bc, mc := a[c], md[c], b[c], mm[c]
+			d0[c] = ac*(v-gc) - bc*(x0[c]-mc)
+			d1[c] = ac*(g1[c]-gc) - bc*(x1[c]-mc)
+			d2[c] = ac*(g2[c]-gc) - bc*(x2[c]-mc)
+			d3[c] = ac*(g3[c]-gc) - bc*(x3[c]-mc)
+		}
+	}
+	for ; o < len(dy); o += C {
+		g0, x0, d0 := dy[o:o+C], x[o:o+C], dx[o:o+C]
+		x0, d0 = x0[:len(g0)], d0[:len(g0)]
+		a, md, b, mm := A[:len(g0)], mdy[:len(g0)], B[:len(g0)], m[:len(g0)]
+		for c, v := range g0 {
+			d0[c] = a[c]*(v-md[c]) - b[c]*(x0[c]-mm[c])
+		}
+	}
+}

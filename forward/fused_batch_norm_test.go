@@ -1,0 +1,1007 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"runtime"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+// bnPoisonAlloc hands out NaN-filled buffers unless zeroed ones are asked
+// for, so an output element a kernel forgets to write fails the tests.
+type bnPoisonAlloc struct{}
+
+func (bnPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	d, err := tensorx.Zeros(dt, shape)
+	if err != nil || zeroed {
+		return d, err
+	}
+	switch dt {
+	case tensor.Float32:
+		for i, s := 0, d.Float32s(); i < len(s); i++ {
+			s[i] = float32(math.NaN())
+		}
+	case tensor.Float64:
+		for i, s := 0, d.Float64s(); i < len(s); i++ {
+			s[i] = math.NaN()
+		}
+	}
+	return d, nil
+}
+
+func (bnPoisonAlloc) Release(*tensor.Dense) {}
+
+func bnRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
+	t.Helper()
+	def, err := registry.Lookup(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registry.Run(def, &registry.KernelCtx{Alloc: bnPoisonAlloc{}, Threads: threads}, attrs, in)
+}
+
+// bnDense makes a tensor of dtype dt from float64 values (rounded for
+// float32).
+func bnDense(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
+	t.Helper()
+	var d *tensor.Dense
+	var err error
+	if dt == tensor.Float32 {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		d, err = tensorx.New(shape, f)
+	} else {
+		d, err = tensorx.New(shape, append([]float64(nil), v...))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// bnRound returns v as the values a tensor of dtype dt holds.
+func bnRound(dt tensor.Dtype, v []float64) []float64 {
+	out := append([]float64(nil), v...)
+	if dt == tensor.Float32 {
+		for i, x := range out {
+			out[i] = float64(float32(x))
+		}
+	}
+	return out
+}
+
+func bnVals(t testing.TB, d *tensor.Dense) []float64 {
+	t.Helper()
+	v, err := tensorx.Float64s(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func bnRandVals(r *rand.Rand, n int, scale, shift float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = shift + scale*r.NormFloat64()
+	}
+	return v
+}
+
+// bnClose compares got with want elementwise: |got − want| <= atol·max|want|
+// + atol + rtol·|want|. NaN matches NaN only.
+func bnClose(t testing.TB, what string, got, want []float64, atol, rtol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	scale := 0.0
+	for _, w := range want {
+		if !math.IsNaN(w) {
+			scale = math.Max(scale, math.Abs(w))
+		}
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if math.IsNaN(w) || math.IsNaN(g) {
+			if !(math.IsNaN(w) && math.IsNaN(g)) {
+				t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
+			}
+			continue
+		}
+		if math.Abs(g-w) > atol*scale+atol+rtol*math.Abs(w) {
+			t.Fatalf("%s: element %d = %.9g, want %.9g (atol %g, rtol %g)", what, i, g, w, atol, rtol)
+		}
+	}
+}
+
+func bnShapeIs(t testing.TB, what string, d *tensor.Dense, want ...int) {
+	t.Helper()
+	if !tensorx.SameShape(d.Shape(), want) {
+		t.Fatalf("%s: shape %v, want %v", what, d.Shape(), want)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Naive float64 references, written from the spec.
+
+// bnRefChannel returns the channel count of x and the channel of each
+// flat index.
+func bnRefChannel(shape []int, format string) (int, func(i int) int) {
+	if format == "NCHW" || format == "NCDHW" {
+		inner := 1
+		for _, d := range shape[2:] {
+			inner *= d
+		}
+		C := shape[1]
+		return C, func(i int) int { return (i / inner) % C }
+	}
+	C := shape[len(shape)-1]
+	return C, func(i int) int { return i % C }
+}
+
+type bnRefOut struct {
+	y, batchMean, batchVar, rs1, rs2 []float64
+}
+
+// bnRefForward is FusedBatchNorm from spec §2: two-pass statistics in
+// float64.
+func bnRefForward(x []float64, shape []int, format string, scale, offset, mean, variance []float64, eps, factor float64, training bool) bnRefOut {
+	C, ch := bnRefChannel(shape, format)
+	out := bnRefOut{y: make([]float64, len(x)), batchMean: make([]float64, C), batchVar: make([]float64, C),
+		rs1: make([]float64, C), rs2: make([]float64, C)}
+	if len(x) == 0 {
+		for c := 0; c < C; c++ {
+			out.batchMean[c], out.batchVar[c] = math.NaN(), math.NaN()
+			out.rs1[c], out.rs2[c] = math.NaN(), math.NaN()
+		}
+		return out
+	}
+	n := float64(len(x) / C)
+	mu := make([]float64, C)
+	vr := make([]float64, C)
+	if training {
+		for i, v := range x {
+			mu[ch(i)] += v
+		}
+		for c := range mu {
+			mu[c] /= n
+		}
+		for i, v := range x {
+			d := v - mu[ch(i)]
+			vr[ch(i)] += d * d
+		}
+		for c := range vr {
+			vr[c] /= n
+		}
+		bessel := n / math.Max(n-1, 1)
+		for c := 0; c < C; c++ {
+			out.rs1[c], out.rs2[c] = mu[c], vr[c]
+			if factor == 1 {
+				out.batchMean[c], out.batchVar[c] = mu[c], vr[c]*bessel
+			} else {
+				out.batchMean[c] = (1-factor)*mean[c] + factor*mu[c]
+				out.batchVar[c] = (1-factor)*variance[c] + factor*bessel*vr[c]
+			}
+		}
+	} else {
+		copy(mu, mean)
+		copy(vr, variance)
+		copy(out.batchMean, mean)
+		copy(out.batchVar, variance)
+		copy(out.rs1, mean)
+		copy(out.rs2, variance)
+	}
+	for i, v := range x {
+		c := ch(i)
+		out.y[i] = (v-mu[c])/math.Sqrt(vr[c]+eps)*scale[c] + offset[c]
+	}
+	return out
+}
+
+// bnRefGrad is FusedBatchNormGrad from spec §3.
+func bnRefGrad(dy, x []float64, shape []int, format string, scale, m, v []float64, eps float64, training bool) (dx, dscale, doffset []float64) {
+	C, ch := bnRefChannel(shape, format)
+	dx = make([]float64, len(x))
+	dscale = make([]float64, C)
+	doffset = make([]float64, C)
+	if len(x) == 0 {
+		return
+	}
+	n := float64(len(x) / C)
+	sdy := make([]float64, C)
+	sdyxc := make([]float64, C)
+	for i := range x {
+		c := ch(i)
+		sdy[c] += dy[i]
+		sdyxc[c] += dy[i] * (x[i] - m[c])
+	}
+	for c := 0; c < C; c++ {
+		r := 1 / math.Sqrt(v[c]+eps)
+		dscale[c] = sdyxc[c] * r
+		doffset[c] = sdy[c]
+	}
+	for i := range x {
+		c := ch(i)
+		r := 1 / math.Sqrt(v[c]+eps)
+		if training {
+			dx[i] = scale[c] * r * (dy[i] - sdy[c]/n - (x[i]-m[c])*r*r*sdyxc[c]/n)
+		} else {
+			dx[i] = dy[i] * scale[c] * r
+		}
+	}
+	return
+}
+
+func bnAttrs(format string, training bool, eps, factor float32) FusedBatchNormAttrs {
+	return FusedBatchNormAttrs{Epsilon: &eps, ExponentialAvgFactor: &factor, DataFormat: format, IsTraining: &training}
+}
+
+func bnGAttrs(format string, training bool, eps float32) FusedBatchNormGradAttrs {
+	return FusedBatchNormGradAttrs{Epsilon: &eps, DataFormat: format, IsTraining: &training}
+}
+
+// ---------------------------------------------------------------------------
+// Forward and gradient kernels against the references.
+
+type bnGridCase struct {
+	format string
+	shape  []int
+}
+
+var bnGrid = []bnGridCase{
+	{"NHWC", []int{2, 3, 4, 5}},
+	{"NHWC", []int{1, 1, 1, 1}},
+	{"NHWC", []int{3, 5, 7, 2}},
+	{"NHWC", []int{2, 2, 2, 33}},
+	{"NHWC", []int{4, 32, 32, 16}}, // several reduction chunks
+	{"NCHW", []int{2, 3, 4, 5}},
+	{"NCHW", []int{1, 1, 1, 1}},
+	{"NCHW", []int{3, 5, 7, 2}},
+	{"NCHW", []int{2, 7, 1, 1}}, // inner == 1: the channels-last path
+	{"NCHW", []int{4, 32, 32, 16}},
+	{"NDHWC", []int{2, 3, 2, 2, 4}},
+	{"NCDHW", []int{1, 2, 3, 1, 5}},
+	{"NCDHW", []int{2, 3, 2, 2, 4}},
+}
+
+type bnMode struct {
+	name     string
+	training bool
+	factor   float32
+	stats    bool // pass running statistics with C elements (else [0])
+}
+
+var bnModes = []bnMode{
+	{"train", true, 1, false},
+	{"train-stats-f1", true, 1, true},
+	{"train-f0.3", true, 0.3, true},
+	{"infer", false, 1, true},
+	{"infer-f0.5", false, 0.5, true},
+}
+
+func TestFusedBatchNormForwardGrid(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		for _, gc := range bnGrid {
+			for _, md := range bnModes {
+				for _, op := range []string{bnOpV1, bnOpV3} {
+					if op == bnOpV1 && len(gc.shape) == 5 {
+						continue
+					}
+					name := fmt.Sprintf("%v/%s/%s/%v/%s", dt, op, gc.format, gc.shape, md.name)
+					t.Run(name, func(t *testing.T) {
+						bnCheckForward(t, r, dt, op, gc, md)
+					})
+				}
+			}
+		}
+	}
+}
+
+func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGridCase, md bnMode) {
+	n, _ := tensorx.Numel(gc.shape)
+	C, _ := bnRefChannel(gc.shape, gc.format)
+	x := bnRound(dt, bnRandVals(r, n, 2, 1.5))
+	scale := bnRound(dt, bnRandVals(r, C, 1, 0))
+	offset := bnRound(dt, bnRandVals(r, C, 1, 0))
+	mean, variance := []float64{}, []float64{}
+	if md.stats {
+		mean = bnRound(dt, bnRandVals(r, C, 1, 0.5))
+		variance = bnRound(dt, bnRandVals(r, C, 0.2, 1.5))
+	}
+	eps := float32(1e-3)
+	want := bnRefForward(x, gc.shape, gc.format, scale, offset, mean, variance, float64(eps), float64(md.factor), md.training)
+	atol, rtol := 1e-13, 1e-12
+	if dt == tensor.Float32 {
+		atol, rtol = 2e-6, 1e-5
+	}
+	var first []*tensor.Dense
+	for _, threads := range []int{1, 3} {
+		out, err := bnRun(t, op, bnAttrs(gc.format, md.training, eps, md.factor), threads,
+			bnDense(t, dt, gc.shape, x), bnDense(t, dt, []int{C}, scale), bnDense(t, dt, []int{C}, offset),
+			bnDense(t, dt, []int{len(mean)}, mean), bnDense(t, dt, []int{len(variance)}, variance))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut := 5
+		if op == bnOpV3 {
+			wantOut = 6
+		}
+		if len(out) != wantOut {
+			t.Fatalf("%d outputs, want %d", len(out), wantOut)
+		}
+		bnShapeIs(t, "y", out[0], gc.shape...)
+		for i := 1; i < 5; i++ {
+			bnShapeIs(t, fmt.Sprintf("output %d", i), out[i], C)
+		}
+		bnClose(t, "y", bnVals(t, out[0]), want.y, atol, rtol)
+		bnClose(t, "batch_mean", bnVals(t, out[1]), want.batchMean, atol, rtol)
+		bnClose(t, "batch_variance", bnVals(t, out[2]), want.batchVar, atol, rtol)
+		bnClose(t, "reserve_space_1", bnVals(t, out[3]), want.rs1, atol, rtol)
+		bnClose(t, "reserve_space_2", bnVals(t, out[4]), want.rs2, atol, rtol)
+		if op == bnOpV3 {
+			bnShapeIs(t, "reserve_space_3", out[5])
+			if v := bnVals(t, out[5]); v[0] != 0 {
+				t.Fatalf("reserve_space_3 = %v, want 0", v[0])
+			}
+		}
+		if first == nil {
+			first = out
+			continue
+		}
+		for i := range out {
+			if a, b := bnVals(t, first[i]), bnVals(t, out[i]); !bnBitEqual(a, b) {
+				t.Fatalf("output %d differs between 1 and %d threads", i, threads)
+			}
+		}
+	}
+}
+
+func bnBitEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFusedBatchNormGradGrid(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		for _, gc := range bnGrid {
+			for _, training := range []bool{true, false} {
+				for _, op := range []string{bnOpGradV1, bnOpGradV3} {
+					if op == bnOpGradV1 && len(gc.shape) == 5 {
+						continue
+					}
+					name := fmt.Sprintf("%v/%s/%s/%v/training=%v", dt, op, gc.format, gc.shape, training)
+					t.Run(name, func(t *testing.T) {
+						bnCheckGrad(t, r, dt, op, gc, training)
+					})
+				}
+			}
+		}
+	}
+}
+
+func bnCheckGrad(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGridCase, training bool) {
+	n, _ := tensorx.Numel(gc.shape)
+	C, _ := bnRefChannel(gc.shape, gc.format)
+	x := bnRound(dt, bnRandVals(r, n, 2, 1.5))
+	dy := bnRound(dt, bnRandVals(r, n, 1, 0.2))
+	scale := bnRound(dt, bnRandVals(r, C, 1, 0))
+	var m, v []float64
+	if training {
+		// The forward's reserve spaces: batch mean and biased variance.
+		ref := bnRefForward(x, gc.shape, gc.format, scale, scale, nil, nil, 0, 1, true)
+		m, v = bnRound(dt, ref.rs1), bnRound(dt, ref.rs2)
+	} else {
+		m = bnRound(dt, bnRandVals(r, C, 1, 0.5))
+		v = bnRound(dt, bnRandVals(r, C, 0.2, 1.5))
+	}
+	eps := float32(1e-3)
+	wdx, wds, wdo := bnRefGrad(dy, x, gc.shape, gc.format, scale, m, v, float64(eps), training)
+	atol, rtol := 1e-12, 1e-11
+	if dt == tensor.Float32 {
+		atol, rtol = 1e-5, 1e-4
+	}
+	var first []*tensor.Dense
+	for _, threads := range []int{1, 3} {
+		in := []*tensor.Dense{bnDense(t, dt, gc.shape, dy), bnDense(t, dt, gc.shape, x), bnDense(t, dt, []int{C}, scale),
+			bnDense(t, dt, []int{C}, m), bnDense(t, dt, []int{C}, v)}
+		if op == bnOpGradV3 {
+			in = append(in, bnDense(t, dt, nil, []float64{0}))
+		}
+		out, err := bnRun(t, op, bnGAttrs(gc.format, training, eps), threads, in...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 5 {
+			t.Fatalf("%d outputs, want 5", len(out))
+		}
+		bnShapeIs(t, "x_backprop", out[0], gc.shape...)
+		bnShapeIs(t, "scale_backprop", out[1], C)
+		bnShapeIs(t, "offset_backprop", out[2], C)
+		bnShapeIs(t, "output 3", out[3], 0)
+		bnShapeIs(t, "output 4", out[4], 0)
+		bnClose(t, "x_backprop", bnVals(t, out[0]), wdx, atol, rtol)
+		bnClose(t, "scale_backprop", bnVals(t, out[1]), wds, atol, rtol)
+		bnClose(t, "offset_backprop", bnVals(t, out[2]), wdo, atol, rtol)
+		if first == nil {
+			first = out
+			continue
+		}
+		for i := range out {
+			if a, b := bnVals(t, first[i]), bnVals(t, out[i]); !bnBitEqual(a, b) {
+				t.Fatalf("output %d differs between 1 and %d threads", i, threads)
+			}
+		}
+	}
+}
+
+// TestFusedBatchNormThreadsBitIdentical runs a shape with many reduction
+// chunks on several thread counts.
+func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, format := range []string{"NHWC", "NCHW"} {
+		shape := []int{16, 20, 24, 12}
+		n, _ := tensorx.Numel(shape)
+		C, _ := bnRefChannel(shape, format)
+		x := bnDense(t, tensor.Float32, shape, bnRandVals(r, n, 3, 1))
+		dy := bnDense(t, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
+		scale := bnDense(t, tensor.Float32, []int{C}, bnRandVals(r, C, 1, 1))
+		empty := bnDense(t, tensor.Float32, []int{0}, nil)
+		var ref [][]float64
+		for _, threads := range []int{1, 2, 3, 8} {
+			fw, err := bnRun(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr, err := bnRun(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			if err != nil {
+				t.Fatal(err)
+			}
+			gi, err := bnRun(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]float64
+			for _, d := range append(append(fw, gr...), gi...) {
+				got = append(got, bnVals(t, d))
+			}
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for i := range got {
+				if !bnBitEqual(ref[i], got[i]) {
+					t.Fatalf("%s: result %d differs between 1 and %d threads", format, i, threads)
+				}
+			}
+		}
+	}
+}
+
+// TestFusedBatchNormLargeBatchNoDrift: float32 statistics of a large
+// batch with a mean far from zero stay accurate (float64 accumulation).
+func TestFusedBatchNormLargeBatchNoDrift(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	shape := []int{64, 64, 64, 2} // 131072 elements per channel
+	n, _ := tensorx.Numel(shape)
+	x := bnRound(tensor.Float32, bnRandVals(r, n, 0.5, 300))
+	ref := bnRefForward(x, shape, "NHWC", []float64{1, 1}, []float64{0, 0}, nil, nil, 1e-3, 1, true)
+	empty := bnDense(t, tensor.Float32, []int{0}, nil)
+	one := bnDense(t, tensor.Float32, []int{2}, []float64{1, 1})
+	zero := bnDense(t, tensor.Float32, []int{2}, []float64{0, 0})
+	out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, bnDense(t, tensor.Float32, shape, x), one, zero, empty, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// float32 rounding of the results only.
+	bnClose(t, "reserve_space_1 (mean)", bnVals(t, out[3]), ref.rs1, 0, 1e-7)
+	bnClose(t, "reserve_space_2 (biased variance)", bnVals(t, out[4]), ref.rs2, 0, 2e-7)
+	bnClose(t, "batch_variance", bnVals(t, out[2]), ref.batchVar, 0, 2e-7)
+}
+
+// ---------------------------------------------------------------------------
+// Spec test vectors (§7).
+
+func bnF32Vec(t *testing.T, shape []int, v ...float64) *tensor.Dense {
+	return bnDense(t, tensor.Float32, shape, v)
+}
+
+var bnFBN1X = []float64{5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15}
+var bnFBN1Y = []float64{-3.86, -3.86, -1.51, -1.51, 0.83, 0.83, 3.17, 3.17, 5.51, 5.51, 7.86, 7.86}
+
+func TestFusedBatchNormSpecVectors(t *testing.T) {
+	x := bnF32Vec(t, []int{1, 1, 6, 2}, bnFBN1X...)
+	scale := bnF32Vec(t, []int{2}, 4, 4)
+	offset := bnF32Vec(t, []int{2}, 2, 2)
+	empty := bnF32Vec(t, []int{0})
+	t.Run("FBN1", func(t *testing.T) {
+		for _, op := range []string{bnOpV1, bnOpV3} {
+			out, err := bnRun(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
+			bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{10, 10}, 1e-5)
+			bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{14, 14}, 1e-5)
+			bnCloseAbs(t, "reserve_space_1", bnVals(t, out[3]), []float64{10, 10}, 1e-5)
+			bnCloseAbs(t, "reserve_space_2", bnVals(t, out[4]), []float64{70.0 / 6, 70.0 / 6}, 1e-5)
+			// y[0] = (5−10)·4/sqrt(70/6+0.001)+2.
+			bnCloseAbs(t, "y[0]", bnVals(t, out[0])[:1], []float64{-5*4/math.Sqrt(70.0/6+0.001) + 2}, 1e-5)
+		}
+	})
+	t.Run("FBN2", func(t *testing.T) {
+		out, err := bnRun(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
+			bnF32Vec(t, []int{2}, 6, 6), bnF32Vec(t, []int{2}, 16, 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
+		bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{8, 8}, 1e-5)
+		bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{15, 15}, 1e-5)
+	})
+	for _, tc := range []struct {
+		id     string
+		factor float32
+	}{{"FBN3", 1}, {"FBN4", 0.5}} {
+		t.Run(tc.id, func(t *testing.T) {
+			out, err := bnRun(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
+				bnF32Vec(t, []int{2}, 10, 10), bnF32Vec(t, []int{2}, 11.67, 11.67))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
+			bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{10, 10}, 0)
+			bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{float64(float32(11.67)), float64(float32(11.67))}, 0)
+		})
+	}
+	t.Run("FBN5", func(t *testing.T) {
+		ex := bnF32Vec(t, []int{1, 1, 0, 0})
+		for _, training := range []bool{true, false} {
+			out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bnShapeIs(t, "y", out[0], 1, 1, 0, 0)
+			bnShapeIs(t, "batch_mean", out[1], 0)
+			bnShapeIs(t, "batch_variance", out[2], 0)
+			bnShapeIs(t, "reserve_space_3", out[5])
+		}
+		// Channels present, no elements: the statistics are NaN.
+		ex = bnF32Vec(t, []int{0, 2, 2, 3})
+		three := bnF32Vec(t, []int{3}, 1, 2, 3)
+		out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bnShapeIs(t, "y", out[0], 0, 2, 2, 3)
+		for i := 1; i < 3; i++ {
+			for _, v := range bnVals(t, out[i]) {
+				if !math.IsNaN(v) {
+					t.Fatalf("output %d of an empty x: %v, want NaN", i, v)
+				}
+			}
+		}
+	})
+	t.Run("FBG1", func(t *testing.T) {
+		dy := bnF32Vec(t, []int{1, 1, 6, 2}, 2, 2, 9, 9, -4, -4, 5, 5, 8, 8, 7, 7)
+		gx := bnF32Vec(t, []int{1, 1, 6, 2}, 1, 1, 7, 7, 4, 4, -3, -3, -11, -11, 13, 13)
+		for _, op := range []string{bnOpGradV1, bnOpGradV3} {
+			in := []*tensor.Dense{dy, gx, scale, bnF32Vec(t, []int{2}, 1.833, 1.833), bnF32Vec(t, []int{2}, 57.472, 57.472)}
+			if op == bnOpGradV3 {
+				in = append(in, bnF32Vec(t, nil, 0))
+			}
+			out, err := bnRun(t, op, FusedBatchNormGradAttrs{Epsilon: bnF32(0.001)}, 1, in...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bnCloseAbs(t, "x_backprop", bnVals(t, out[0]),
+				[]float64{-1.34, -1.34, 2.47, 2.47, -4.44, -4.44, 0.17, 0.17, 1.60, 1.60, 1.53, 1.53}, 0.01)
+			// −1.6488 is for the exact mean 11/6; the test's rounded
+			// reserve_space_1 (1.833) gives −1.64765 (TF's tolerance: 0.01).
+			bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{-1.6488, -1.6488}, 2e-3)
+			want := (37 - 27*float64(float32(1.833))) / math.Sqrt(float64(float32(57.472))+float64(float32(0.001)))
+			bnCloseAbs(t, "scale_backprop (rounded mean)", bnVals(t, out[1]), []float64{want, want}, 1e-5)
+			bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{27, 27}, 1e-5)
+			bnShapeIs(t, "reserve_space_3", out[3], 0)
+			bnShapeIs(t, "reserve_space_4", out[4], 0)
+		}
+	})
+	t.Run("FBG2", func(t *testing.T) {
+		dy := bnF32Vec(t, []int{1, 1, 6, 1}, 1, 2, 3, 4, 5, 6)
+		gx := bnF32Vec(t, []int{1, 1, 6, 1}, 5, 7, 9, 11, 13, 15)
+		out, err := bnRun(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
+			bnF32Vec(t, []int{1}, 4), bnF32Vec(t, []int{1}, 10), bnF32Vec(t, []int{1}, 11.67))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bnCloseAbs(t, "x_backprop", bnVals(t, out[0]), []float64{1.170863, 2.341725, 3.512588, 4.683451, 5.854313, 7.025176}, 2e-6)
+		bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{10.245048}, 1e-5)
+		bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{21}, 0)
+	})
+	t.Run("FBG-empty", func(t *testing.T) {
+		ex := bnF32Vec(t, []int{2, 0, 3, 3})
+		three := bnF32Vec(t, []int{3}, 1, 2, 3)
+		for _, training := range []bool{true, false} {
+			out, err := bnRun(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bnShapeIs(t, "x_backprop", out[0], 2, 0, 3, 3)
+			bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{0, 0, 0}, 0)
+			bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{0, 0, 0}, 0)
+		}
+	})
+}
+
+func bnCloseAbs(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if !(math.Abs(got[i]-want[i]) <= tol) {
+			t.Fatalf("%s: element %d = %.7g, want %.7g (±%g)", what, i, got[i], want[i], tol)
+		}
+	}
+}
+
+// TestFusedBatchNormNonFinite: an infinite element gives an infinite
+// mean and a NaN variance (TensorFlow's two-pass formula), wherever it is.
+func TestFusedBatchNormNonFinite(t *testing.T) {
+	for _, pos := range []int{0, 3} {
+		v := []float64{1, 2, 3, 4}
+		v[pos] = math.Inf(1)
+		x := bnF32Vec(t, []int{4, 1, 1, 1}, v...)
+		one := bnF32Vec(t, []int{1}, 1)
+		empty := bnF32Vec(t, []int{0})
+		out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := bnVals(t, out[3])[0]; !math.IsInf(m, 1) {
+			t.Fatalf("Inf at %d: mean %v, want +Inf", pos, m)
+		}
+		if s := bnVals(t, out[4])[0]; !math.IsNaN(s) {
+			t.Fatalf("Inf at %d: variance %v, want NaN", pos, s)
+		}
+	}
+}
+
+// TestFusedBatchNormUnreadStats: training with factor 1 never reads the
+// running statistics (NaN there is harmless, any length is accepted).
+func TestFusedBatchNormUnreadStats(t *testing.T) {
+	x := bnF32Vec(t, []int{1, 1, 6, 2}, bnFBN1X...)
+	scale := bnF32Vec(t, []int{2}, 4, 4)
+	nan := bnF32Vec(t, []int{5}, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN())
+	out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
+	bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{14, 14}, 1e-5)
+}
+
+// bnUnwrapAttrs returns the FusedBatchNormAttrs parsed attrs hold
+// (registry.ParsedAttrs or the struct itself).
+func bnUnwrapAttrs(t *testing.T, a any) FusedBatchNormAttrs {
+	t.Helper()
+	if p, ok := a.(registry.ParsedAttrs); ok {
+		a = p.Value
+	}
+	at, ok := a.(FusedBatchNormAttrs)
+	if !ok {
+		t.Fatalf("parsed attrs of type %T", a)
+	}
+	return at
+}
+
+func TestFusedBatchNormAttrDefaults(t *testing.T) {
+	for _, op := range []string{bnOpV1, bnOpV3} {
+		def, err := registry.Lookup(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := def.ParseAttrs(map[string]any{"T": "float"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bnUnwrapAttrs(t, a)
+		if at.Epsilon == nil || *at.Epsilon != float32(0.0001) || at.ExponentialAvgFactor == nil || *at.ExponentialAvgFactor != 1 ||
+			at.DataFormat != "NHWC" || at.IsTraining == nil || !*at.IsTraining {
+			t.Fatalf("%s defaults: %+v", op, at)
+		}
+		b, err := def.ParseAttrs(map[string]any{"epsilon": 0.0, "is_training": false, "exponential_avg_factor": 0.0, "data_format": "NCHW"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt := bnUnwrapAttrs(t, b)
+		if bt.Eps() != 0 || bt.AvgFactor() != 0 || bt.Training() || bt.Format() != "NCHW" {
+			t.Fatalf("%s: explicit zero values lost: %+v", op, bt)
+		}
+		if _, err := def.ParseAttrs(map[string]any{"data_format": "NWHC"}); err == nil {
+			t.Fatalf("%s accepted data_format NWHC", op)
+		}
+	}
+	var z FusedBatchNormAttrs
+	if z.Eps() != float32(0.0001) || z.AvgFactor() != 1 || !z.Training() || z.Format() != "NHWC" {
+		t.Fatalf("zero attrs accessors: %v %v %v %v", z.Eps(), z.AvgFactor(), z.Training(), z.Format())
+	}
+	g := bnAttrs("NCHW", false, 0.5, 0.25).GradAttrs()
+	if g.Eps() != 0.5 || g.Training() || g.Format() != "NCHW" {
+		t.Fatalf("GradAttrs: %+v", g)
+	}
+	var zg FusedBatchNormGradAttrs
+	if zg.Eps() != float32(0.0001) || !zg.Training() || zg.Format() != "NHWC" {
+		t.Fatalf("zero grad attrs accessors: %v %v %v", zg.Eps(), zg.Training(), zg.Format())
+	}
+	for _, op := range []string{bnOpGradV1, bnOpGradV3} {
+		def, err := registry.Lookup(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := def.ParseAttrs(map[string]any{"exponential_avg_factor": 1.0}); err == nil {
+			t.Fatalf("%s accepted exponential_avg_factor", op)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Errors (spec §5).
+
+type bnErrCase struct {
+	name  string
+	op    string
+	attrs any
+	in    []*tensor.Dense
+	kind  error
+	msg   string
+}
+
+func TestFusedBatchNormErrors(t *testing.T) {
+	f := func(shape ...int) *tensor.Dense {
+		n, _ := tensorx.Numel(shape)
+		return bnDense(t, tensor.Float32, shape, make([]float64, n))
+	}
+	d := func(shape ...int) *tensor.Dense {
+		n, _ := tensorx.Numel(shape)
+		return bnDense(t, tensor.Float64, shape, make([]float64, n))
+	}
+	train := bnAttrs("NHWC", true, 1e-3, 1)
+	trainF := bnAttrs("NHWC", true, 1e-3, 0.5)
+	infer := bnAttrs("NHWC", false, 1e-3, 1)
+	gtrain := bnGAttrs("NHWC", true, 1e-3)
+	ia, sh, dty := registry.ErrInvalidArgument, registry.ErrShape, registry.ErrDtype
+	x := f(2, 2, 2, 3)
+	c3 := f(3)
+	cases := []bnErrCase{
+		{"x-rank3", bnOpV3, train, []*tensor.Dense{f(2, 4, 3), c3, c3, c3, c3}, ia, "input must be 4 or 5-dimensional"},
+		{"x-rank2-infer", bnOpV3, infer, []*tensor.Dense{f(4, 3), c3, c3, c3, c3}, ia, "input must be 4 or 5-dimensional"},
+		{"x-rank6", bnOpV3, train, []*tensor.Dense{f(1, 1, 1, 1, 1, 3), c3, c3, c3, c3}, ia, "input must be 4 or 5-dimensional"},
+		{"v1-x-rank5", bnOpV1, train, []*tensor.Dense{f(1, 2, 2, 2, 3), c3, c3, c3, c3}, sh, "must be 4-dimensional"},
+		{"v3-rank5-nhwc", bnOpV3, train, []*tensor.Dense{f(1, 2, 2, 2, 3), c3, c3, c3, c3}, sh, "must be 4-dimensional for data_format NHWC"},
+		{"v3-rank4-ndhwc", bnOpV3, bnAttrs("NDHWC", true, 1e-3, 1), []*tensor.Dense{x, c3, c3, c3, c3}, sh, "must be 5-dimensional"},
+		{"v1-ndhwc", bnOpV1, bnAttrs("NDHWC", true, 1e-3, 1), []*tensor.Dense{f(1, 2, 2, 2, 3), c3, c3, c3, c3}, ia, "Invalid data format"},
+		{"bad-format", bnOpV3, bnAttrs("NWHC", true, 1e-3, 1), []*tensor.Dense{x, c3, c3, c3, c3}, ia, "data_format"},
+		{"scale-2d", bnOpV3, train, []*tensor.Dense{x, f(1, 3), c3, c3, c3}, ia, "scale must be 1-dimensional"},
+		{"offset-0d", bnOpV3, train, []*tensor.Dense{x, c3, f(), c3, c3}, ia, "offset must be 1-dimensional"},
+		{"mean-2d-unused", bnOpV3, train, []*tensor.Dense{x, c3, c3, f(1, 0), c3}, ia, "estimated_mean must be 1-dimensional"},
+		{"variance-2d-unused", bnOpV1, train, []*tensor.Dense{x, c3, c3, c3, f(3, 1)}, ia, "estimated_variance must be 1-dimensional"},
+		{"scale-count", bnOpV3, train, []*tensor.Dense{x, f(2), c3, c3, c3}, ia, "scale must have the same number of elements as the channels of x, got 2 and 3"},
+		{"offset-count", bnOpV1, train, []*tensor.Dense{x, c3, f(4), c3, c3}, ia, "offset must have the same number of elements as the channels of x, got 4 and 3"},
+		{"infer-mean-count", bnOpV3, infer, []*tensor.Dense{x, c3, c3, f(0), c3}, ia, "When is_training=false, mean must have the same number of elements as the channels of x, got 0 and 3"},
+		{"infer-variance-count", bnOpV1, infer, []*tensor.Dense{x, c3, c3, c3, f(2)}, ia, "When is_training=false, variance must have the same number of elements as the channels of x, got 2 and 3"},
+		{"factor-mean-count", bnOpV3, trainF, []*tensor.Dense{x, c3, c3, f(0), f(0)}, ia, "When exponential_avg_factor != 1, mean must have the same number"},
+		{"factor-variance-count", bnOpV3, trainF, []*tensor.Dense{x, c3, c3, c3, f(0)}, ia, "When exponential_avg_factor != 1, variance must have the same number"},
+		{"nchw-scale-count", bnOpV3, bnAttrs("NCHW", true, 1e-3, 1), []*tensor.Dense{x, c3, c3, c3, c3}, ia, "got 3 and 2"},
+		{"dtype-scale", bnOpV3, train, []*tensor.Dense{x, d(3), c3, c3, c3}, dty, "scale"},
+		{"dtype-variance", bnOpV1, train, []*tensor.Dense{d(2, 2, 2, 3), d(3), d(3), d(3), f(3)}, dty, "variance"},
+		{"grad-dy-rank3", bnOpGradV3, gtrain, []*tensor.Dense{f(2, 2, 3), x, c3, c3, c3, f()}, ia, "input must be 4 or 5-dimensional"},
+		{"grad-x-rank3", bnOpGradV1, gtrain, []*tensor.Dense{x, f(2, 2, 3), c3, c3, c3}, ia, "input must be 4 or 5-dimensional"},
+		{"grad-scale-2d", bnOpGradV3, gtrain, []*tensor.Dense{x, x, f(3, 1), c3, c3, f()}, ia, "scale must be 1-dimensional"},
+		{"grad-mean-0d", bnOpGradV3, gtrain, []*tensor.Dense{x, x, c3, f(), c3, f()}, ia, "saved mean must be 1-dimensional"},
+		{"grad-var-2d", bnOpGradV1, gtrain, []*tensor.Dense{x, x, c3, c3, f(1, 3)}, ia, "saved variance must be 1-dimensional"},
+		{"grad-shapes", bnOpGradV3, gtrain, []*tensor.Dense{f(2, 2, 1, 3), x, c3, c3, c3, f()}, ia, "x and y_backprop must have same shape"},
+		{"grad-scale-count", bnOpGradV3, gtrain, []*tensor.Dense{x, x, f(2), c3, c3, f()}, ia, "scale must have the same number of elements as the channels of x"},
+		{"grad-rs1-count", bnOpGradV1, gtrain, []*tensor.Dense{x, x, c3, f(4), c3}, ia, "reserve_space_1 must have the same number of elements as the channels of x"},
+		{"grad-rs2-count", bnOpGradV3, bnGAttrs("NHWC", false, 1e-3), []*tensor.Dense{x, x, c3, c3, f(1), f()}, ia, "reserve_space_2 must have the same number of elements as the channels of x"},
+		{"grad-v1-ncdhw", bnOpGradV1, bnGAttrs("NCDHW", true, 1e-3), []*tensor.Dense{f(1, 3, 2, 2, 2), f(1, 3, 2, 2, 2), c3, c3, c3}, ia, "Invalid data format"},
+		{"grad-v1-rank5", bnOpGradV1, gtrain, []*tensor.Dense{f(1, 2, 2, 2, 3), f(1, 2, 2, 2, 3), c3, c3, c3}, sh, "must be 4-dimensional"},
+		{"grad-dtype-x", bnOpGradV3, gtrain, []*tensor.Dense{x, d(2, 2, 2, 3), c3, c3, c3, f()}, dty, "y_backprop"},
+		{"grad-dtype-rs3", bnOpGradV3, gtrain, []*tensor.Dense{x, x, c3, c3, c3, d()}, dty, "reserve_space_3"},
+		{"wrong-attrs-type", bnOpGradV3, train, []*tensor.Dense{x, x, c3, c3, c3, f()}, ia, "attrs must be"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := bnRun(t, tc.op, tc.attrs, 2, tc.in...)
+			if err == nil {
+				t.Fatalf("no error, got %d outputs", len(out))
+			}
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("error %q does not wrap %v", err, tc.kind)
+			}
+			if errors.Is(err, registry.ErrInternal) {
+				t.Fatalf("internal error (a panic?): %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), tc.op) {
+				t.Fatalf("error %q does not contain %q and the op name %s", err, tc.msg, tc.op)
+			}
+		})
+	}
+}
+
+// TestFusedBatchNormGradNCHWInference: tapegrad accepts the channels-first
+// formats in inference mode (TensorFlow's CPU kernel refuses them; the
+// maths does not depend on the layout).
+func TestFusedBatchNormGradNCHWInference(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	shape := []int{2, 3, 2, 2}
+	nhwc := []int{2, 2, 2, 3}
+	n := 24
+	x, dy := bnRandVals(r, n, 1, 0), bnRandVals(r, n, 1, 0)
+	tr := func(v []float64) []float64 { // NCHW → NHWC
+		out := make([]float64, n)
+		for b := 0; b < 2; b++ {
+			for c := 0; c < 3; c++ {
+				for s := 0; s < 4; s++ {
+					out[(b*4+s)*3+c] = v[(b*3+c)*4+s]
+				}
+			}
+		}
+		return out
+	}
+	c3 := func(v ...float64) *tensor.Dense { return bnDense(t, tensor.Float64, []int{3}, v) }
+	scale, m, v := c3(0.5, 1, -2), c3(0.1, 0.2, -0.3), c3(1, 2, 0.5)
+	a, err := bnRun(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, bnDense(t, tensor.Float64, shape, dy), bnDense(t, tensor.Float64, shape, x), scale, m, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bnRun(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, bnDense(t, tensor.Float64, nhwc, tr(dy)), bnDense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bnClose(t, "x_backprop", tr(bnVals(t, a[0])), bnVals(t, b[0]), 1e-15, 1e-14)
+	bnClose(t, "scale_backprop", bnVals(t, a[1]), bnVals(t, b[1]), 1e-15, 1e-14)
+	bnClose(t, "offset_backprop", bnVals(t, a[2]), bnVals(t, b[2]), 1e-15, 1e-14)
+}
+
+func TestFusedBatchNormSamples(t *testing.T) {
+	for _, op := range []string{bnOpV1, bnOpV3, bnOpGradV1, bnOpGradV3} {
+		def, err := registry.Lookup(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := def.Samples(rand.New(rand.NewSource(1)))
+		if len(ss) < 6 {
+			t.Fatalf("%s: %d samples", op, len(ss))
+		}
+		for _, s := range ss {
+			if _, err := registry.Run(def, nil, s.Attrs, s.Inputs); err != nil {
+				t.Fatalf("%s sample %s: %v", op, s.Name, err)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Benchmarks: workload W7 (FusedBatchNormV3 training, N32 56x56 C64 NHWC
+// float32), forward and forward+backward, at the benchmark's -cpu thread
+// count. GB/s counts the tensor passes of bench_torch.py: fwd 2, fwdbwd 5.
+
+// bnReuseAlloc recycles buffers by dtype and size, as the tape's arena
+// does in a training loop (fresh pages would dominate the time).
+type bnReuseAlloc struct {
+	free map[string][]*tensor.Dense
+}
+
+func (a *bnReuseAlloc) key(dt tensor.Dtype, n int) string { return fmt.Sprintf("%v/%d", dt, n) }
+
+func (a *bnReuseAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	n, err := tensorx.Numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	k := a.key(dt, n)
+	if l := a.free[k]; len(l) > 0 {
+		d := l[len(l)-1]
+		a.free[k] = l[:len(l)-1]
+		if err := d.Reshape(shape...); err != nil && n > 0 {
+			return nil, err
+		}
+		if zeroed {
+			d.Zero()
+		}
+		return d, nil
+	}
+	return tensorx.Zeros(dt, shape)
+}
+
+func (a *bnReuseAlloc) Release(d *tensor.Dense) {
+	k := a.key(d.Dtype(), tensorx.Len(d))
+	a.free[k] = append(a.free[k], d)
+}
+
+const bnW7Bytes = 32 * 56 * 56 * 64 * 4
+
+func bnBenchW7(b *testing.B, withGrad bool) {
+	shape := []int{32, 56, 56, 64}
+	r := rand.New(rand.NewSource(1))
+	n := 32 * 56 * 56 * 64
+	x := bnDense(b, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
+	dy := bnDense(b, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
+	scale := bnDense(b, tensor.Float32, []int{64}, bnRandVals(r, 64, 1, 1))
+	offset := bnDense(b, tensor.Float32, []int{64}, bnRandVals(r, 64, 1, 0))
+	empty := bnDense(b, tensor.Float32, []int{0}, nil)
+	fdef, _ := registry.Lookup(bnOpV3)
+	gdef, _ := registry.Lookup(bnOpGradV3)
+	alloc := &bnReuseAlloc{free: map[string][]*tensor.Dense{}}
+	threads := runtime.GOMAXPROCS(0)
+	kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
+	fa, err := fdef.NormalizeAttrs(bnAttrs("NHWC", true, 0.001, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ga, err := gdef.NormalizeAttrs(bnGAttrs("NHWC", true, 0.001))
+	if err != nil {
+		b.Fatal(err)
+	}
+	passes := 2.0
+	if withGrad {
+		passes = 5
+	}
+	step := func() {
+		out, err := registry.RunNormalized(fdef, kc, fa, []*tensor.Dense{x, scale, offset, empty, empty})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if withGrad {
+			g, err := registry.RunNormalized(gdef, kc, ga, []*tensor.Dense{dy, x, scale, out[3], out[4], out[5]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range g {
+				alloc.Release(d)
+			}
+		}
+		for _, d := range out {
+			alloc.Release(d)
+		}
+	}
+	step() // warm the buffers
+	b.SetBytes(int64(passes * bnW7Bytes))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.StopTimer()
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(sec*1e3, "ms/op")
+	b.ReportMetric(passes*bnW7Bytes/sec/1e9, "GB/s")
+}
+
+// BenchmarkFusedBatchNormW7Fwd is W7's fwd mode.
+func BenchmarkFusedBatchNormW7Fwd(b *testing.B) { bnBenchW7(b, false) }
+
+// BenchmarkFusedBatchNormW7FwdBwd is W7's fwdbwd mode (the forward and
+// its gradient op).
+func BenchmarkFusedBatchNormW7FwdBwd(b *testing.B) { bnBenchW7(b, true) }
