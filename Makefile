@@ -1,7 +1,7 @@
 # tapegrad — developer entry points. `make test` is what CI runs.
 GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
-GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm
+GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 FUZZTIME ?= 20s
 
