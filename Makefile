@@ -15,7 +15,10 @@ help:
 	@echo "make conformance golden cases of the implemented op families"
 	@echo "make bench       workload benchmarks (cmd/bench)"
 	@echo "make fuzz        short fuzzing runs of the validation paths (FUZZTIME=$(FUZZTIME))"
-	@echo "make demo        train the example model on the bundled subset"
+	@echo "make demo        train the example model on the bundled subset (about a minute)"
+	@echo "make data        install the full Fashion-MNIST (Debian package dataset-fashion-mnist)"
+	@echo "make train       the full training run (QAT=1 for quantisation-aware training)"
+	@echo "make bench-compare  same-run comparison with PyTorch (THREADS=1|2; make bench-deps first)"
 
 test: vet fmt-check unit gradcheck-quick conformance
 
@@ -48,8 +51,23 @@ fuzz:
 	$(GO) test ./internal/safetensors/ -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
 	$(GO) test ./forward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
 
+OUT ?= out
+EPOCHS ?= 12
+
+# Trains the example CNN on the bundled 6000/1000 Fashion-MNIST subset.
 demo:
-	@echo "make demo: not yet — the Fashion-MNIST example lands with the training issue."
+	@mkdir -p $(OUT)
+	$(GO) run ./examples/fashionmnist -data examples/fashionmnist/data -epochs 6 \
+		-checkpoint $(OUT)/demo.safetensors -plot $(OUT)/demo.png
+
+# The full run (needs `make data`); QAT=1 for quantisation-aware training.
+train:
+	@mkdir -p $(OUT)
+	$(GO) run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs $(EPOCHS) \
+		$(if $(QAT),-qat) -checkpoint $(OUT)/train$(if $(QAT),-qat).safetensors -plot $(OUT)/train$(if $(QAT),-qat).png
+
+data:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist
 
 # Same-run comparison with PyTorch (needs python3-torch and OpenBLAS:
 # `make bench-deps`). THREADS=1|2, WORKLOADS=W1,W2,... (default: all).

@@ -1,0 +1,334 @@
+// Command fashionmnist trains a small CNN on Fashion-MNIST with tapegrad:
+// Conv2D, DepthwiseConv2dNative, FusedBatchNormV3 and FractionalAvgPool, and
+// with -qat quantisation-aware training (FakeQuantWithMinMaxVarsPerChannel
+// on the weights, per-tensor fake quantisation of the activations).
+//
+// It shows a live progress bar per epoch (loss, accuracy, examples/s, ETA),
+// evaluates on the test set after every epoch, writes a checkpoint (model,
+// batch-norm statistics, fake-quant ranges, optimizer and data-loader state)
+// and a PNG plot of the curves, and resumes from the checkpoint with
+// -resume. The last line it prints is "test accuracy: 0.XXXX".
+//
+//	go run ./examples/fashionmnist                      # bundled 6000/1000 subset
+//	go run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs 12
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/nn"
+	"github.com/tapegrad/tapegrad/nn/data"
+	"github.com/tapegrad/tapegrad/optim"
+)
+
+type config struct {
+	dataDir    string
+	epochs     int
+	batch      int
+	lr         float64
+	threads    int
+	seed       int64
+	qat        bool
+	maxTrain   int
+	checkpoint string
+	resume     bool
+	plot       string
+	progress   bool
+	stopAfter  int
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.dataDir, "data", "", "directory of the Fashion-MNIST IDX files (default: "+data.FashionMNISTDir+" if present, else the bundled subset)")
+	flag.IntVar(&c.epochs, "epochs", 12, "training epochs")
+	flag.IntVar(&c.batch, "batch", 64, "batch size")
+	flag.Float64Var(&c.lr, "lr", 0.002, "peak learning rate (Adam, cosine decay to 0 over the run)")
+	flag.IntVar(&c.threads, "threads", runtime.NumCPU(), "threads")
+	flag.Int64Var(&c.seed, "seed", 1, "seed of the initialisation, shuffling, dropout and pooling")
+	flag.BoolVar(&c.qat, "qat", false, "quantisation-aware training (8-bit weights per channel, 8-bit activations)")
+	flag.IntVar(&c.maxTrain, "max-train", 0, "use only the first N training examples (0: all)")
+	flag.StringVar(&c.checkpoint, "checkpoint", "fashionmnist.safetensors", "checkpoint file, written after every epoch")
+	flag.BoolVar(&c.resume, "resume", false, "resume from -checkpoint")
+	flag.StringVar(&c.plot, "plot", "fashionmnist.png", "PNG plot of the loss and accuracy curves ('' for none)")
+	flag.BoolVar(&c.progress, "progress", true, "show a progress bar")
+	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
+	flag.Parse()
+	if err := run(c, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "fashionmnist:", err)
+		os.Exit(1)
+	}
+}
+
+// epochStats is one epoch's line of history (also stored in checkpoints).
+type epochStats struct {
+	Loss, TrainAcc, TestAcc, Seconds float64
+}
+
+func defaultDataDir() string {
+	if _, err := os.Stat(filepath.Join(data.FashionMNISTDir, "train-images-idx3-ubyte.gz")); err == nil {
+		return data.FashionMNISTDir
+	}
+	for _, d := range []string{"examples/fashionmnist/data", "data"} {
+		if _, err := os.Stat(filepath.Join(d, "train-images-idx3-ubyte.gz")); err == nil {
+			return d
+		}
+	}
+	return data.FashionMNISTDir
+}
+
+func run(c config, stdout, stderr io.Writer) error {
+	if c.epochs < 1 || c.batch < 1 || c.threads < 1 || !(c.lr > 0) {
+		return errors.New("-epochs, -batch, -threads and -lr must be positive")
+	}
+	runtime.GOMAXPROCS(c.threads)
+	if c.dataDir == "" {
+		c.dataDir = defaultDataDir()
+	}
+	train, err := data.LoadMNISTDir(c.dataDir, "train")
+	if err != nil {
+		return err
+	}
+	test, err := data.LoadMNISTDir(c.dataDir, "test")
+	if err != nil {
+		return err
+	}
+	x, y := train.Images, train.Labels
+	if c.maxTrain > 0 && c.maxTrain < train.Len() {
+		if x, y, err = firstRows(x, y, c.maxTrain); err != nil {
+			return err
+		}
+	}
+	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch, Shuffle: true, Seed: uint64(c.seed), DropLast: true})
+	if err != nil {
+		return err
+	}
+	testLoader, err := data.NewLoader(test.Images, test.Labels, data.LoaderOptions{BatchSize: 500})
+	if err != nil {
+		return err
+	}
+	model := newModel(c.seed, c.qat)
+	if err := model.Err(); err != nil {
+		return err
+	}
+	steps := c.epochs * loader.NumBatches()
+	opt, err := optim.NewAdam(model.Params(), optim.AdamSettings{
+		LR:       c.lr,
+		Schedule: optim.Cosine{Base: c.lr, Steps: steps},
+		Eps:      optim.Float(1e-7),
+	})
+	if err != nil {
+		return err
+	}
+	var history []epochStats
+	start := 0
+	if c.resume {
+		meta, err := nn.LoadCheckpoint(c.checkpoint, model, opt)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if start, history, err = restore(meta, loader); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		fmt.Fprintf(stdout, "resumed from %s after epoch %d\n", c.checkpoint, start)
+	}
+	fmt.Fprintf(stdout, "data %s: %d training, %d test examples; %d epochs of %d steps, batch %d, %d threads%s\n",
+		c.dataDir, loader.Len(), test.Len(), c.epochs, loader.NumBatches(), c.batch, c.threads, map[bool]string{true: ", QAT"}[c.qat])
+
+	tape := autodiff.NewTape(autodiff.Threads(c.threads), autodiff.Seed(c.seed))
+	evalTape := autodiff.NewTape(autodiff.Threads(c.threads), autodiff.NoGrad(), autodiff.Training(false))
+	end := c.epochs
+	if c.stopAfter > 0 && c.stopAfter < end {
+		end = c.stopAfter
+	}
+	for epoch := start; epoch < end; epoch++ {
+		var bar *progressbar.ProgressBar
+		if c.progress {
+			bar = progressbar.NewOptions(loader.NumBatches(),
+				progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch+1, c.epochs)),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(200*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+		t0 := time.Now()
+		var lossSum float64
+		var correct, seen int
+		for loader.Next() {
+			b := loader.Batch()
+			step := opt.Steps()
+			tape.Reset()
+			// The tape's random source (dropout, pooling regions) restarts
+			// from the step number, so a resumed run is bit-identical.
+			tape.Reseed(c.seed*1_000_003 + int64(step))
+			logits := model.Forward(tape, tape.Constant(b.X))
+			loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(b.Y))
+			if err := tape.Backward(loss); err != nil {
+				return err
+			}
+			if err := opt.Step(); err != nil {
+				return err
+			}
+			l, err := loss.Item()
+			if err != nil {
+				return err
+			}
+			n, err := countCorrect(logits, b.Y)
+			if err != nil {
+				return err
+			}
+			lossSum += l * float64(b.Size)
+			correct += n
+			seen += b.Size
+			if bar != nil {
+				el := time.Since(t0).Seconds()
+				bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f acc %.4f %5.0f ex/s", epoch+1, c.epochs, lossSum/float64(seen), float64(correct)/float64(seen), float64(seen)/el))
+				bar.Add(1)
+			}
+		}
+		if bar != nil {
+			bar.Finish()
+		}
+		secs := time.Since(t0).Seconds()
+		acc, err := evaluate(model, evalTape, testLoader)
+		if err != nil {
+			return err
+		}
+		st := epochStats{Loss: lossSum / float64(seen), TrainAcc: float64(correct) / float64(seen), TestAcc: acc, Seconds: secs}
+		history = append(history, st)
+		fmt.Fprintf(stdout, "epoch %d/%d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f\n",
+			epoch+1, c.epochs, st.Loss, st.TrainAcc, secs, float64(seen)/secs, acc)
+		if c.checkpoint != "" {
+			if err := nn.SaveCheckpoint(c.checkpoint, model, opt, save(epoch+1, history, loader)); err != nil {
+				return err
+			}
+		}
+		if c.plot != "" {
+			if err := plotHistory(c.plot, history); err != nil {
+				return err
+			}
+		}
+	}
+	acc, err := evaluate(model, evalTape, testLoader)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "test accuracy: %.4f\n", acc)
+	return nil
+}
+
+// evaluate returns the test accuracy (eval mode: running batch-norm
+// statistics, fixed pooling regions, no dropout).
+func evaluate(model nn.Module, tape *autodiff.Tape, l *data.Loader) (float64, error) {
+	correct, seen := 0, 0
+	for l.Next() {
+		b := l.Batch()
+		tape.Reset()
+		logits := model.Forward(tape, tape.Constant(b.X))
+		n, err := countCorrect(logits, b.Y)
+		if err != nil {
+			return 0, err
+		}
+		correct += n
+		seen += b.Size
+	}
+	if seen == 0 {
+		return 0, errors.New("empty test set")
+	}
+	return float64(correct) / float64(seen), nil
+}
+
+// countCorrect counts the rows whose largest logit is at the label.
+func countCorrect(logits autodiff.Value, labels *tensor.Dense) (int, error) {
+	d, err := logits.Data()
+	if err != nil {
+		return 0, err
+	}
+	lg, ys := d.Float32s(), labels.Int32s()
+	classes := d.Shape()[1]
+	n := 0
+	for i, y := range ys {
+		row := lg[i*classes : (i+1)*classes]
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		if int32(best) == y {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// firstRows returns copies of the first n rows of x and y.
+func firstRows(x, y *tensor.Dense, n int) (*tensor.Dense, *tensor.Dense, error) {
+	xs, ys := x.Shape().Clone(), y.Shape().Clone()
+	per := len(x.Float32s()) / xs[0]
+	xs[0], ys[0] = n, n
+	xd := append([]float32(nil), x.Float32s()[:n*per]...)
+	yd := append([]int32(nil), y.Int32s()[:n]...)
+	return tensor.New(tensor.WithShape(xs...), tensor.WithBacking(xd)), tensor.New(tensor.WithShape(ys...), tensor.WithBacking(yd)), nil
+}
+
+// save returns the checkpoint metadata of the training run.
+func save(epochs int, history []epochStats, l *data.Loader) map[string]string {
+	st := l.State()
+	m := map[string]string{
+		"epochs":        strconv.Itoa(epochs),
+		"loader.seed":   strconv.FormatUint(st.Seed, 10),
+		"loader.epoch":  strconv.Itoa(st.Epoch),
+		"loader.pos":    strconv.Itoa(st.Pos),
+		"history.count": strconv.Itoa(len(history)),
+	}
+	for i, h := range history {
+		m[fmt.Sprintf("history.%d", i)] = fmt.Sprintf("%v %v %v %v", h.Loss, h.TrainAcc, h.TestAcc, h.Seconds)
+	}
+	return m
+}
+
+// restore reads save's metadata back into the loader and the history.
+func restore(m map[string]string, l *data.Loader) (int, []epochStats, error) {
+	epochs, err := strconv.Atoi(m["epochs"])
+	if err != nil {
+		return 0, nil, fmt.Errorf("checkpoint metadata: epochs: %w", err)
+	}
+	var st data.LoaderState
+	if st.Seed, err = strconv.ParseUint(m["loader.seed"], 10, 64); err != nil {
+		return 0, nil, fmt.Errorf("checkpoint metadata: loader.seed: %w", err)
+	}
+	if st.Epoch, err = strconv.Atoi(m["loader.epoch"]); err != nil {
+		return 0, nil, fmt.Errorf("checkpoint metadata: loader.epoch: %w", err)
+	}
+	if st.Pos, err = strconv.Atoi(m["loader.pos"]); err != nil {
+		return 0, nil, fmt.Errorf("checkpoint metadata: loader.pos: %w", err)
+	}
+	if err := l.SetState(st); err != nil {
+		return 0, nil, err
+	}
+	n, err := strconv.Atoi(m["history.count"])
+	if err != nil {
+		return 0, nil, fmt.Errorf("checkpoint metadata: history.count: %w", err)
+	}
+	h := make([]epochStats, n)
+	for i := range h {
+		if _, err := fmt.Sscan(m[fmt.Sprintf("history.%d", i)], &h[i].Loss, &h[i].TrainAcc, &h[i].TestAcc, &h[i].Seconds); err != nil {
+			return 0, nil, fmt.Errorf("checkpoint metadata: history.%d: %w", i, err)
+		}
+	}
+	return epochs, h, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/safetensors"
+)
+
+func smallConfig(dir string, epochs int) config {
+	return config{dataDir: "data", epochs: epochs, batch: 32, lr: 0.002, threads: 2, seed: 3, maxTrain: 256,
+		checkpoint: filepath.Join(dir, "ckpt.safetensors"), plot: filepath.Join(dir, "curves.png")}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestTrainResumeBitIdentical trains 2 epochs straight, and 1 epoch then a
+// resumed second epoch: the checkpoints (parameters, batch-norm statistics,
+// optimizer state) and the final accuracy must be identical to the bit.
+func TestTrainResumeBitIdentical(t *testing.T) {
+	for _, qat := range []bool{false, true} {
+		a, b := t.TempDir(), t.TempDir()
+		var outA, outB1, outB2, errs bytes.Buffer
+		ca := smallConfig(a, 2)
+		ca.qat = qat
+		if err := run(ca, &outA, &errs); err != nil {
+			t.Fatal(err)
+		}
+		cb := smallConfig(b, 2)
+		cb.qat, cb.stopAfter = qat, 1 // interrupted after epoch 1
+		if err := run(cb, &outB1, &errs); err != nil {
+			t.Fatal(err)
+		}
+		cb.stopAfter, cb.resume = 0, true
+		if err := run(cb, &outB2, &errs); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(lastLine(outA.String()), "test accuracy: 0.") {
+			t.Fatalf("last line %q", lastLine(outA.String()))
+		}
+		if la, lb := lastLine(outA.String()), lastLine(outB2.String()); la != lb {
+			t.Fatalf("qat=%v: straight run %q, resumed run %q", qat, la, lb)
+		}
+		ta, ma, err := safetensors.ReadFile(ca.checkpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, mb, err := safetensors.ReadFile(cb.checkpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ta) != len(tb) || len(ta) == 0 {
+			t.Fatalf("checkpoints hold %d and %d tensors", len(ta), len(tb))
+		}
+		for name, x := range ta {
+			y, ok := tb[name]
+			if !ok {
+				t.Fatalf("%s missing from the resumed checkpoint", name)
+			}
+			if x.Dtype() != y.Dtype() || (x.Dtype() == tensor.Float32 && !bytes.Equal(rawBytes(x.Float32s()), rawBytes(y.Float32s()))) ||
+				(x.Dtype() != tensor.Float32 && fmt.Sprint(x.Data()) != fmt.Sprint(y.Data())) {
+				t.Fatalf("qat=%v: tensor %s differs after resume", qat, name)
+			}
+		}
+		if ma["epochs"] != "2" || mb["epochs"] != "2" {
+			t.Fatalf("epochs metadata %q %q", ma["epochs"], mb["epochs"])
+		}
+		if st, err := os.Stat(ca.plot); err != nil || st.Size() == 0 {
+			t.Fatalf("no plot written: %v", err)
+		}
+	}
+}
+
+// rawBytes returns the IEEE-754 bits of f, so NaNs and signed zeros
+// compare exactly.
+func rawBytes(f []float32) []byte {
+	out := make([]byte, 0, 4*len(f))
+	for _, v := range f {
+		u := math.Float32bits(v)
+		out = append(out, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+	}
+	return out
+}
+
+func TestBadFlags(t *testing.T) {
+	var out, errs bytes.Buffer
+	c := smallConfig(t.TempDir(), 0)
+	if err := run(c, &out, &errs); err == nil {
+		t.Fatal("0 epochs accepted")
+	}
+	c = smallConfig(t.TempDir(), 1)
+	c.dataDir = t.TempDir()
+	if err := run(c, &out, &errs); err == nil {
+		t.Fatal("missing data accepted")
+	}
+	c = smallConfig(t.TempDir(), 1)
+	c.resume = true
+	if err := run(c, &out, &errs); err == nil || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("resume without a checkpoint: %v", err)
+	}
+}
