@@ -9,15 +9,8 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
-
-func convArange(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(i + 1)
-	}
-	return v
-}
 
 // ExampleConv2D runs a 2x2 convolution and takes the gradients of the sum
 // of its output with respect to the input and the filter.
@@ -51,8 +44,8 @@ func ExampleConv2D() {
 func TestConv2DTyped(t *testing.T) {
 	tape := autodiff.NewTape()
 	a := forward.Conv2DAttrs{Strides: []int{1, 2, 1, 1}, Padding: "SAME"}
-	xd, _ := tensorx.New([]int{1, 4, 3, 2}, convArange(24))
-	fd, _ := tensorx.New([]int{2, 2, 2, 3}, convArange(24))
+	xd, _ := tensorx.New([]int{1, 4, 3, 2}, testutil.Arange(24))
+	fd, _ := tensorx.New([]int{2, 2, 2, 3}, testutil.Arange(24))
 	x, f := tape.Watch(xd), tape.Watch(fd)
 	y := autodiff.Conv2D(x, f, a)
 	if err := y.Err(); err != nil {
@@ -88,7 +81,7 @@ func TestConv2DTyped(t *testing.T) {
 
 func TestConv2DTypedErrors(t *testing.T) {
 	a := forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	xd, _ := tensorx.New([]int{1, 2, 2, 1}, convArange(4))
+	xd, _ := tensorx.New([]int{1, 2, 2, 1}, testutil.Arange(4))
 	// All zero Values: nowhere to record the error, an invalid result.
 	if v := autodiff.Conv2D(autodiff.Value{}, autodiff.Value{}, a); !errors.Is(v.Err(), autodiff.ErrInvalidValue) {
 		t.Fatalf("zero Values: %v", v.Err())

@@ -9,15 +9,8 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
-
-func dwArange(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(i + 1)
-	}
-	return v
-}
 
 // ExampleDepthwiseConv2D filters each of two channels with its own 2x2
 // filter (multiplier 1) and takes the gradients of the sum of the output
@@ -55,8 +48,8 @@ func ExampleDepthwiseConv2D() {
 func TestDepthwiseConv2DTyped(t *testing.T) {
 	tape := autodiff.NewTape()
 	a := forward.DepthwiseConv2dAttrs{Strides: []int{1, 2, 1, 1}, Padding: "SAME", Dilations: []int{1, 1, 2, 1}}
-	xd, _ := tensorx.New([]int{1, 5, 4, 2}, dwArange(40))
-	fd, _ := tensorx.New([]int{2, 2, 2, 3}, dwArange(24))
+	xd, _ := tensorx.New([]int{1, 5, 4, 2}, testutil.Arange(40))
+	fd, _ := tensorx.New([]int{2, 2, 2, 3}, testutil.Arange(24))
 	x, f := tape.Watch(xd), tape.Watch(fd)
 	y := autodiff.DepthwiseConv2D(x, f, a)
 	if err := y.Err(); err != nil {
@@ -87,7 +80,7 @@ func TestDepthwiseConv2DTyped(t *testing.T) {
 
 func TestDepthwiseConv2DTypedErrors(t *testing.T) {
 	a := forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	xd, _ := tensorx.New([]int{1, 2, 2, 1}, dwArange(4))
+	xd, _ := tensorx.New([]int{1, 2, 2, 1}, testutil.Arange(4))
 	// All zero Values: nowhere to record the error, an invalid result.
 	if v := autodiff.DepthwiseConv2D(autodiff.Value{}, autodiff.Value{}, a); !errors.Is(v.Err(), autodiff.ErrInvalidValue) {
 		t.Fatalf("zero Values: %v", v.Err())
@@ -121,7 +114,7 @@ func TestDepthwiseConv2DTypedErrors(t *testing.T) {
 	}
 	// A bad shape: the kernel's error, naming the op.
 	tape = autodiff.NewTape()
-	bad, _ := tensorx.New([]int{2, 2, 3, 1}, dwArange(12))
+	bad, _ := tensorx.New([]int{2, 2, 3, 1}, testutil.Arange(12))
 	v = autodiff.DepthwiseConv2D(tape.Watch(xd), tape.Watch(bad), a)
 	if !errors.Is(tape.Err(), autodiff.ErrShape) || !strings.Contains(tape.Err().Error(), "must have the same depth") || v.Err() == nil {
 		t.Fatalf("bad depth: %v", tape.Err())

@@ -11,17 +11,9 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-func fqDense[T tensorx.Elem](t testing.TB, shape []int, v ...T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func fqEqual32(t *testing.T, what string, v autodiff.Value, want ...float32) {
 	t.Helper()
@@ -43,17 +35,17 @@ func fqEqual32(t *testing.T, what string, v autodiff.Value, want ...float32) {
 // vectors FQ5, WithArgsNoNudging and WithVarsGradient).
 func TestFakeQuantTypedForward(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Constant(fqDense[float32](t, []int{2, 3}, -0.26, -0.25, -0.24, 0.0, 63.5, 63.6))
-	lo := tp.Constant(fqDense[float32](t, []int{3}, -0.125, -0.125, -0.125))
-	hi := tp.Constant(fqDense[float32](t, []int{3}, 63.625, 63.625, 63.625))
+	x := tp.Constant(testutil.New(t, []int{2, 3}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}))
+	lo := tp.Constant(testutil.New(t, []int{3}, []float32{-0.125, -0.125, -0.125}))
+	hi := tp.Constant(testutil.New(t, []int{3}, []float32{63.625, 63.625, 63.625}))
 	fqEqual32(t, "FakeQuantPerChannel", autodiff.FakeQuantPerChannel(x, lo, hi, forward.FakeQuantAttrs{}), -0.25, -0.25, -0.25, 0.0, 63.5, 63.5)
-	slo, shi := tp.Constant(fqDense[float32](t, nil, -0.125)), tp.Constant(fqDense[float32](t, nil, 63.625))
+	slo, shi := tp.Constant(testutil.New(t, nil, []float32{-0.125})), tp.Constant(testutil.New(t, nil, []float32{63.625}))
 	fqEqual32(t, "FakeQuantVars", autodiff.FakeQuantVars(x, slo, shi, forward.FakeQuantAttrs{}), -0.25, -0.25, -0.25, 0.0, 63.5, 63.5)
-	a := tp.Constant(fqDense[float32](t, []int{6}, -10.1, -10.0, -9.9, -9.75, 53.75, 53.8))
+	a := tp.Constant(testutil.New(t, []int{6}, []float32{-10.1, -10.0, -9.9, -9.75, 53.75, 53.8}))
 	fqEqual32(t, "FakeQuantArgs", autodiff.FakeQuantArgs(a, forward.FakeQuantArgsAttrs{Min: new(float32(-10)), Max: new(float32(53.75))}),
 		-10.0, -10.0, -10.0, -9.75, 53.75, 53.75)
 
-	g := tp.Constant(fqDense[float32](t, []int{2, 3}, 1, 2, 3, 4, 5, 6))
+	g := tp.Constant(testutil.New(t, []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}))
 	dx, dlo, dhi := autodiff.FakeQuantPerChannelGradient(g, x, lo, hi, forward.FakeQuantAttrs{})
 	fqEqual32(t, "PerChannelGradient dx", dx, 0, 2, 3, 4, 5, 0)
 	fqEqual32(t, "PerChannelGradient dlo", dlo, 1, 0, 0)
@@ -72,16 +64,16 @@ func TestFakeQuantTypedForward(t *testing.T) {
 // TestFakeQuantTypedBackward trains nothing but checks that Backward puts
 // the straight-through gradients into learnable per-channel ranges.
 func TestFakeQuantTypedBackward(t *testing.T) {
-	lo, err := autodiff.NewParam("lo", fqDense[float64](t, []int{2}, -1, -0.5))
+	lo, err := autodiff.NewParam("lo", testutil.New(t, []int{2}, []float64{-1, -0.5}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hi, err := autodiff.NewParam("hi", fqDense[float64](t, []int{2}, 1, 0.5))
+	hi, err := autodiff.NewParam("hi", testutil.New(t, []int{2}, []float64{1, 0.5}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tp := autodiff.NewTape()
-	x := tp.Watch(fqDense[float64](t, []int{3, 2}, -2, 0.1, 0.3, 0.7, 3, -0.9))
+	x := tp.Watch(testutil.New(t, []int{3, 2}, []float64{-2, 0.1, 0.3, 0.7, 3, -0.9}))
 	y := autodiff.FakeQuantPerChannel(x, tp.Param(lo), tp.Param(hi), forward.FakeQuantAttrs{NumBits: 4})
 	loss := autodiff.L2Loss(y)
 	if err := tp.Backward(loss); err != nil {
@@ -115,9 +107,9 @@ func TestFakeQuantTypedBackward(t *testing.T) {
 // never panics.
 func TestFakeQuantTypedErrors(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Constant(fqDense[float32](t, []int{3, 1}, 1, 2, 4))
-	lo := tp.Constant(fqDense[float32](t, []int{2}, 0, 0.1))
-	hi := tp.Constant(fqDense[float32](t, []int{1}, 1))
+	x := tp.Constant(testutil.New(t, []int{3, 1}, []float32{1, 2, 4}))
+	lo := tp.Constant(testutil.New(t, []int{2}, []float32{0, 0.1}))
+	hi := tp.Constant(testutil.New(t, []int{1}, []float32{1}))
 	y := autodiff.FakeQuantPerChannel(x, lo, hi, forward.FakeQuantAttrs{})
 	if !errors.Is(y.Err(), registry.ErrShape) || !errors.Is(tp.Err(), registry.ErrShape) {
 		t.Fatalf("size mismatch: %v / %v", y.Err(), tp.Err())
@@ -129,14 +121,14 @@ func TestFakeQuantTypedErrors(t *testing.T) {
 
 	// A zero Value argument: an error on the tape of the other arguments.
 	tp2 := autodiff.NewTape()
-	x2 := tp2.Constant(fqDense[float32](t, []int{2}, 1, 2))
+	x2 := tp2.Constant(testutil.New(t, []int{2}, []float32{1, 2}))
 	if v := autodiff.FakeQuantVars(x2, autodiff.Value{}, x2, forward.FakeQuantAttrs{}); v.Err() == nil || tp2.Err() == nil {
 		t.Fatal("zero Value accepted")
 	}
 	// Values of two tapes.
 	tp3, tp4 := autodiff.NewTape(), autodiff.NewTape()
-	a := tp3.Constant(fqDense[float32](t, []int{1}, 1))
-	b := tp4.Constant(fqDense[float32](t, []int{1}, 1))
+	a := tp3.Constant(testutil.New(t, []int{1}, []float32{1}))
+	b := tp4.Constant(testutil.New(t, []int{1}, []float32{1}))
 	if v := autodiff.FakeQuantPerChannel(a, b, b, forward.FakeQuantAttrs{}); v.Err() == nil || tp3.Err() == nil {
 		t.Fatal("mixed tapes accepted")
 	}
@@ -150,20 +142,20 @@ func TestFakeQuantTypedErrors(t *testing.T) {
 	}
 	// num_bits and Args' range.
 	tp5 := autodiff.NewTape()
-	x5 := tp5.Constant(fqDense[float32](t, []int{1}, 1))
+	x5 := tp5.Constant(testutil.New(t, []int{1}, []float32{1}))
 	if v := autodiff.FakeQuantArgs(x5, forward.FakeQuantArgsAttrs{NumBits: 17}); !errors.Is(v.Err(), registry.ErrInvalidArgument) {
 		t.Fatalf("num_bits 17: %v", v.Err())
 	}
 	tp6 := autodiff.NewTape()
-	x6 := tp6.Constant(fqDense[float32](t, []int{1}, 1))
+	x6 := tp6.Constant(testutil.New(t, []int{1}, []float32{1}))
 	if v := autodiff.FakeQuantArgs(x6, forward.FakeQuantArgsAttrs{Min: new(float32(2)), Max: new(float32(1))}); !errors.Is(v.Err(), registry.ErrInvalidArgument) {
 		t.Fatalf("min > max: %v", v.Err())
 	}
 	// The gradient ops' three results are poisoned together.
 	tp7 := autodiff.NewTape()
-	g7 := tp7.Constant(fqDense[float32](t, []int{2}, 1, 2))
-	x7 := tp7.Constant(fqDense[float32](t, []int{3}, 1, 2, 3))
-	s7 := tp7.Constant(fqDense[float32](t, nil, 0))
+	g7 := tp7.Constant(testutil.New(t, []int{2}, []float32{1, 2}))
+	x7 := tp7.Constant(testutil.New(t, []int{3}, []float32{1, 2, 3}))
+	s7 := tp7.Constant(testutil.New(t, nil, []float32{0}))
 	dx, dlo, dhi = autodiff.FakeQuantVarsGradient(g7, x7, s7, s7, forward.FakeQuantAttrs{})
 	if dx.Err() == nil || dlo.Err() == nil || dhi.Err() == nil || !errors.Is(tp7.Err(), registry.ErrShape) {
 		t.Fatalf("gradient/input size mismatch accepted: %v", tp7.Err())
@@ -173,7 +165,7 @@ func TestFakeQuantTypedErrors(t *testing.T) {
 // TestFakeQuantNoGradTape: a NoGrad tape runs the ops without recording.
 func TestFakeQuantNoGradTape(t *testing.T) {
 	tp := autodiff.NewTape(autodiff.NoGrad())
-	x := tp.Watch(fqDense[float32](t, []int{4}, -0.1, 0.0, 63.75, 63.8))
+	x := tp.Watch(testutil.New(t, []int{4}, []float32{-0.1, 0.0, 63.75, 63.8}))
 	y := autodiff.FakeQuantArgs(x, forward.FakeQuantArgsAttrs{Min: new(float32(-0.1)), Max: new(float32(63.65))})
 	fqEqual32(t, "NoGrad Args", y, 0, 0, 63.75, 63.75)
 	if tp.NumOps() != 0 {

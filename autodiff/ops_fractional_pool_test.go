@@ -12,6 +12,7 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // ExampleFractionalAvgPool pools a 4x4 image with ratio 2 (an exact
@@ -45,23 +46,6 @@ func ExampleFractionalAvgPool() {
 	// dx: [0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25 0.25]
 }
 
-func fpDense(t testing.TB, r *rand.Rand, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func fpVals(t *testing.T, v autodiff.Value) string {
 	t.Helper()
 	switch v.Dtype() {
@@ -86,7 +70,7 @@ func fpVals(t *testing.T, v autodiff.Value) string {
 func TestFractionalPoolTyped(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	tape := autodiff.NewTape(autodiff.Seed(3))
-	x := tape.Watch(fpDense(t, r, 2, 9, 7, 3))
+	x := tape.Watch(testutil.RandDense(t, r, 2, 9, 7, 3))
 	a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.44, 1.73, 1}, Overlapping: true}
 	y, rows, cols := autodiff.FractionalAvgPool(x, a)
 	if err := tape.Err(); err != nil {
@@ -98,7 +82,7 @@ func TestFractionalPoolTyped(t *testing.T) {
 	if p := autodiff.FractionalAvgPoolWithSequences(x, rows, cols, true); fpVals(t, p) != fpVals(t, y) {
 		t.Fatal("FractionalAvgPoolWithSequences differs from FractionalAvgPool with its sequences")
 	}
-	dy := tape.Constant(fpDense(t, r, 2, 6, 4, 3))
+	dy := tape.Constant(testutil.RandDense(t, r, 2, 6, 4, 3))
 	g, err := tape.Grad([]autodiff.Value{y}, []autodiff.Value{x}, []autodiff.Value{dy}, autodiff.GradOpts{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +105,7 @@ func TestFractionalPoolTyped(t *testing.T) {
 // seeds give different ones, and explicit seeds ignore the tape.
 func TestFractionalPoolTapeSeed(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
-	xd := fpDense(t, r, 1, 40, 40, 1)
+	xd := testutil.RandDense(t, r, 1, 40, 40, 1)
 	a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.44, 1.44, 1}}
 	seqs := func(seed int64, a forward.FractionalPoolAttrs) string {
 		tape := autodiff.NewTape(autodiff.Seed(seed))
@@ -149,7 +133,7 @@ func TestFractionalPoolTapeSeed(t *testing.T) {
 // the results when no argument has a tape), never panics.
 func TestFractionalPoolTypedErrors(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	xd := fpDense(t, r, 1, 6, 6, 1)
+	xd := testutil.RandDense(t, r, 1, 6, 6, 1)
 	a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 2, 2, 1}}
 	// No tape anywhere.
 	y, rows, cols := autodiff.FractionalAvgPool(autodiff.Value{}, a)
@@ -185,7 +169,7 @@ func TestFractionalPoolTypedErrors(t *testing.T) {
 	}
 	tape = autodiff.NewTape()
 	_, rows, cols = autodiff.FractionalAvgPool(tape.Constant(xd), a)
-	v := autodiff.FractionalAvgPoolGrad([]int{1, 6, 6}, tape.Constant(fpDense(t, r, 1, 3, 3, 1)), rows, cols, false)
+	v := autodiff.FractionalAvgPoolGrad([]int{1, 6, 6}, tape.Constant(testutil.RandDense(t, r, 1, 3, 3, 1)), rows, cols, false)
 	if v.Err() == nil || !errors.Is(tape.Err(), autodiff.ErrShape) || !strings.Contains(tape.Err().Error(), "FractionalAvgPoolGrad") {
 		t.Fatalf("3-value shape: %v", tape.Err())
 	}

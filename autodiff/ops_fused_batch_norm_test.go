@@ -11,32 +11,8 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
-
-func bnDense[T tensorx.Elem](t testing.TB, shape []int, v []T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func bnCheck(t *testing.T, what string, v autodiff.Value, want []float64, tol float64) {
-	t.Helper()
-	got, err := v.Float64s()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if !(math.Abs(got[i]-want[i]) <= tol) {
-			t.Fatalf("%s[%d] = %.9g, want %.9g", what, i, got[i], want[i])
-		}
-	}
-}
 
 // TestFusedBatchNormTyped runs both typed forwards in both modes on FBN1
 // (spec §7) in float64 and checks every output.
@@ -51,12 +27,12 @@ func TestFusedBatchNormTyped(t *testing.T) {
 	for _, v3 := range []bool{false, true} {
 		for _, training := range []bool{true, false} {
 			tp := autodiff.NewTape()
-			xv := tp.Constant(bnDense(t, []int{1, 1, 6, 2}, x))
-			scale := tp.Constant(bnDense(t, []int{2}, []float64{4, 4}))
-			offset := tp.Constant(bnDense(t, []int{2}, []float64{2, 2}))
+			xv := tp.Constant(testutil.New(t, []int{1, 1, 6, 2}, x))
+			scale := tp.Constant(testutil.New(t, []int{2}, []float64{4, 4}))
+			offset := tp.Constant(testutil.New(t, []int{2}, []float64{2, 2}))
 			mean, variance := tp.Full(tensor.Float64, []int{0}, 0), tp.Full(tensor.Float64, []int{0}, 0)
 			if !training {
-				mean, variance = tp.Constant(bnDense(t, []int{2}, []float64{10, 10})), tp.Constant(bnDense(t, []int{2}, []float64{varB, varB}))
+				mean, variance = tp.Constant(testutil.New(t, []int{2}, []float64{10, 10})), tp.Constant(testutil.New(t, []int{2}, []float64{varB, varB}))
 			}
 			attrs := forward.FusedBatchNormAttrs{Epsilon: &eps, IsTraining: &training}
 			var out autodiff.BatchNormOutputs
@@ -66,17 +42,17 @@ func TestFusedBatchNormTyped(t *testing.T) {
 				out = autodiff.FusedBatchNorm(xv, scale, offset, mean, variance, attrs)
 			}
 			name := fmt.Sprintf("v3=%v training=%v", v3, training)
-			bnCheck(t, name+" y", out.Y, wantY, 1e-12)
-			bnCheck(t, name+" batch_mean", out.BatchMean, []float64{10, 10}, 1e-12)
+			testutil.Near(t, name+" y", testutil.Values(t, out.Y), wantY, 1e-12)
+			testutil.Near(t, name+" batch_mean", testutil.Values(t, out.BatchMean), []float64{10, 10}, 1e-12)
 			wantVar := varB
 			if training {
 				wantVar = 14 // unbiased
 			}
-			bnCheck(t, name+" batch_variance", out.BatchVariance, []float64{wantVar, wantVar}, 1e-12)
-			bnCheck(t, name+" reserve_space_1", out.ReserveSpace1, []float64{10, 10}, 1e-12)
-			bnCheck(t, name+" reserve_space_2", out.ReserveSpace2, []float64{varB, varB}, 1e-12)
+			testutil.Near(t, name+" batch_variance", testutil.Values(t, out.BatchVariance), []float64{wantVar, wantVar}, 1e-12)
+			testutil.Near(t, name+" reserve_space_1", testutil.Values(t, out.ReserveSpace1), []float64{10, 10}, 1e-12)
+			testutil.Near(t, name+" reserve_space_2", testutil.Values(t, out.ReserveSpace2), []float64{varB, varB}, 1e-12)
 			if v3 {
-				bnCheck(t, name+" reserve_space_3", out.ReserveSpace3, []float64{0}, 0)
+				testutil.Near(t, name+" reserve_space_3", testutil.Values(t, out.ReserveSpace3), []float64{0}, 0)
 			} else if out.ReserveSpace3.Tape() != nil {
 				t.Fatalf("%s: FusedBatchNorm has a ReserveSpace3", name)
 			}
@@ -92,17 +68,17 @@ func TestFusedBatchNormTypedGrad(t *testing.T) {
 	for _, format := range []string{"NHWC", "NCHW"} {
 		for _, training := range []bool{true, false} {
 			tp := autodiff.NewTape()
-			x := tp.Watch(bnDense(t, []int{2, 3, 2, 1}, xs))
-			scale := tp.Watch(bnDense(t, []int{3}, []float64{1.5, -0.5, 2}))
-			offset := tp.Watch(bnDense(t, []int{3}, []float64{0.1, 0.2, 0.3}))
+			x := tp.Watch(testutil.New(t, []int{2, 3, 2, 1}, xs))
+			scale := tp.Watch(testutil.New(t, []int{3}, []float64{1.5, -0.5, 2}))
+			offset := tp.Watch(testutil.New(t, []int{3}, []float64{0.1, 0.2, 0.3}))
 			if format == "NHWC" {
-				x = tp.Watch(bnDense(t, []int{2, 2, 1, 3}, xs))
+				x = tp.Watch(testutil.New(t, []int{2, 2, 1, 3}, xs))
 			}
-			mean := tp.Constant(bnDense(t, []int{3}, []float64{0.2, 0.4, -0.1}))
-			variance := tp.Constant(bnDense(t, []int{3}, []float64{1.2, 0.8, 2}))
+			mean := tp.Constant(testutil.New(t, []int{3}, []float64{0.2, 0.4, -0.1}))
+			variance := tp.Constant(testutil.New(t, []int{3}, []float64{1.2, 0.8, 2}))
 			attrs := forward.FusedBatchNormAttrs{DataFormat: format, IsTraining: &training}
 			out := autodiff.FusedBatchNormV3(x, scale, offset, mean, variance, attrs)
-			w := tp.Constant(bnDense(t, []int(x.Shape()), ws))
+			w := tp.Constant(testutil.New(t, []int(x.Shape()), ws))
 			g, err := tp.Grad([]autodiff.Value{out.Y}, []autodiff.Value{x, scale, offset}, []autodiff.Value{w}, autodiff.GradOpts{})
 			if err != nil {
 				t.Fatal(err)
@@ -117,11 +93,11 @@ func TestFusedBatchNormTypedGrad(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				bnCheck(t, fmt.Sprintf("%s training=%v gradient %d", format, training, i), g[i], wv, 1e-12)
+				testutil.Near(t, fmt.Sprintf("%s training=%v gradient %d", format, training, i), testutil.Values(t, g[i]), wv, 1e-12)
 			}
 			dx1, _, _ := autodiff.FusedBatchNormGrad(w, x, scale, rs1, rs2, attrs.GradAttrs())
 			wv, _ := dx.Float64s()
-			bnCheck(t, "FusedBatchNormGrad dx", dx1, wv, 0)
+			testutil.Near(t, "FusedBatchNormGrad dx", testutil.Values(t, dx1), wv, 0)
 		}
 	}
 }
@@ -130,8 +106,8 @@ func TestFusedBatchNormTypedGrad(t *testing.T) {
 // bad input are errors on the tape, never panics.
 func TestFusedBatchNormTypedErrors(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Constant(bnDense(t, []int{1, 1, 2, 2}, []float32{1, 2, 3, 4}))
-	c := tp.Constant(bnDense(t, []int{2}, []float32{1, 1}))
+	x := tp.Constant(testutil.New(t, []int{1, 1, 2, 2}, []float32{1, 2, 3, 4}))
+	c := tp.Constant(testutil.New(t, []int{2}, []float32{1, 1}))
 	out := autodiff.FusedBatchNormV3(x, c, c, autodiff.Value{}, c, forward.FusedBatchNormAttrs{})
 	if err := out.Y.Err(); !errors.Is(err, autodiff.ErrInvalidValue) {
 		t.Fatalf("zero Value: error %v", err)
@@ -141,8 +117,8 @@ func TestFusedBatchNormTypedErrors(t *testing.T) {
 	}
 
 	tp1, tp2 := autodiff.NewTape(), autodiff.NewTape()
-	x1 := tp1.Constant(bnDense(t, []int{1, 1, 2, 2}, []float32{1, 2, 3, 4}))
-	c2 := tp2.Constant(bnDense(t, []int{2}, []float32{1, 1}))
+	x1 := tp1.Constant(testutil.New(t, []int{1, 1, 2, 2}, []float32{1, 2, 3, 4}))
+	c2 := tp2.Constant(testutil.New(t, []int{2}, []float32{1, 1}))
 	dx, _, _ := autodiff.FusedBatchNormGradV3(x1, x1, c2, c2, c2, c2, forward.FusedBatchNormGradAttrs{})
 	if err := dx.Err(); !errors.Is(err, autodiff.ErrInvalidValue) {
 		t.Fatalf("mixed tapes: error %v", err)
@@ -151,7 +127,7 @@ func TestFusedBatchNormTypedErrors(t *testing.T) {
 	// The first argument may be the zero Value: the tape is the first
 	// valid argument's.
 	tp3 := autodiff.NewTape()
-	c3 := tp3.Constant(bnDense(t, []int{2}, []float32{1, 1}))
+	c3 := tp3.Constant(testutil.New(t, []int{2}, []float32{1, 1}))
 	dx, _, _ = autodiff.FusedBatchNormGrad(autodiff.Value{}, c3, c3, c3, c3, forward.FusedBatchNormGradAttrs{})
 	if !errors.Is(dx.Err(), autodiff.ErrInvalidValue) || !errors.Is(tp3.Err(), autodiff.ErrInvalidValue) {
 		t.Fatalf("zero first argument: value error %v, tape error %v", dx.Err(), tp3.Err())
@@ -165,8 +141,8 @@ func TestFusedBatchNormTypedErrors(t *testing.T) {
 
 	// A bad input: the op's error, on the tape.
 	tp4 := autodiff.NewTape()
-	x4 := tp4.Constant(bnDense(t, []int{2, 2, 3}, make([]float32, 12)))
-	c4 := tp4.Constant(bnDense(t, []int{3}, []float32{1, 1, 1}))
+	x4 := tp4.Constant(testutil.New(t, []int{2, 2, 3}, make([]float32, 12)))
+	c4 := tp4.Constant(testutil.New(t, []int{3}, []float32{1, 1, 1}))
 	o = autodiff.FusedBatchNormV3(x4, c4, c4, c4, c4, forward.FusedBatchNormAttrs{})
 	if err := o.Y.Err(); !errors.Is(err, autodiff.ErrInvalidArgument) {
 		t.Fatalf("rank-3 x: error %v", err)

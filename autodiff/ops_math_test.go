@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // ExampleAdd computes a small loss with broadcasting and takes its gradient
@@ -41,15 +42,11 @@ func ExampleAdd() {
 	// dloss/dw: [13.5 -22 99]
 }
 
-func mathT(shape []int, v ...float64) *tensor.Dense {
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
-}
-
 // TestMathOpsValues runs every typed function once and checks its values.
 func TestMathOpsValues(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Watch(mathT([]int{2}, 0.25, 4))
-	y := tp.Constant(mathT([]int{2, 1}, 2, -1))
+	x := tp.Watch(testutil.New(t, []int{2}, []float64{0.25, 4}))
+	y := tp.Constant(testutil.New(t, []int{2, 1}, []float64{2, -1}))
 	cases := []struct {
 		name string
 		v    autodiff.Value
@@ -96,16 +93,16 @@ func TestMathOpsValues(t *testing.T) {
 // error on the tape of the first valid argument, not a panic.
 func TestMathOpsInvalidValues(t *testing.T) {
 	tp, other := autodiff.NewTape(), autodiff.NewTape()
-	x := tp.Watch(mathT([]int{2}, 1, 2))
+	x := tp.Watch(testutil.New(t, []int{2}, []float64{1, 2}))
 	z := autodiff.Add(x, autodiff.Value{})
 	if !errors.Is(z.Err(), autodiff.ErrInvalidValue) || !errors.Is(tp.Err(), autodiff.ErrInvalidValue) {
 		t.Fatalf("Add(x, zero): value err %v, tape err %v", z.Err(), tp.Err())
 	}
 	tp2 := autodiff.NewTape()
-	a := tp2.Watch(mathT([]int{2}, 1, 2))
-	b := other.Constant(mathT([]int{2}, 1, 2))
+	a := tp2.Watch(testutil.New(t, []int{2}, []float64{1, 2}))
+	b := other.Constant(testutil.New(t, []int{2}, []float64{1, 2}))
 	tp4 := autodiff.NewTape()
-	c := tp4.Watch(mathT([]int{2}, 1, 2))
+	c := tp4.Watch(testutil.New(t, []int{2}, []float64{1, 2}))
 	if v := autodiff.Mul(autodiff.Value{}, c); !errors.Is(v.Err(), autodiff.ErrInvalidValue) || !errors.Is(tp4.Err(), autodiff.ErrInvalidValue) {
 		t.Fatalf("Mul(zero, c): value err %v, tape err %v", v.Err(), tp4.Err())
 	}
@@ -124,8 +121,8 @@ func TestMathOpsInvalidValues(t *testing.T) {
 	}
 	// Op errors are sticky tape errors wrapping the sentinel.
 	tp3 := autodiff.NewTape()
-	p := tp3.Constant(mathT([]int{2, 3}, 1, 2, 3, 4, 5, 6))
-	q := tp3.Constant(mathT([]int{4}, 1, 2, 3, 4))
+	p := tp3.Constant(testutil.New(t, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6}))
+	q := tp3.Constant(testutil.New(t, []int{4}, []float64{1, 2, 3, 4}))
 	if v := autodiff.Sub(p, q); !errors.Is(v.Err(), autodiff.ErrShape) {
 		t.Fatalf("Sub([2,3], [4]): err %v", v.Err())
 	}

@@ -10,20 +10,12 @@ import (
 
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
-
-func smDense[T tensorx.Elem](t testing.TB, shape []int, v []T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func TestSoftmaxTypedForward(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Constant(smDense(t, []int{2, 2}, []float64{0, math.Log(3), 5, 5}))
+	x := tp.Constant(testutil.New(t, []int{2, 2}, []float64{0, math.Log(3), 5, 5}))
 	got, err := autodiff.Softmax(x).Float64s()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +35,7 @@ func TestSoftmaxTypedForward(t *testing.T) {
 			t.Fatalf("LogSoftmax = %v, want log of %v", ls, want)
 		}
 	}
-	loss, back := autodiff.SoftmaxCrossEntropy(x, tp.Constant(smDense(t, []int{2, 2}, []float64{0, 1, 1, 0})))
+	loss, back := autodiff.SoftmaxCrossEntropy(x, tp.Constant(testutil.New(t, []int{2, 2}, []float64{0, 1, 1, 0})))
 	lv, err := loss.Float64s()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +47,7 @@ func TestSoftmaxTypedForward(t *testing.T) {
 	if math.Abs(bv[0]-0.25) > 1e-15 || math.Abs(bv[2]+0.5) > 1e-15 {
 		t.Fatalf("SoftmaxCrossEntropy backprop = %v", bv)
 	}
-	sl, sb := autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(smDense(t, []int{2}, []int64{1, 0})))
+	sl, sb := autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(testutil.New(t, []int{2}, []int64{1, 0})))
 	slv, err := sl.Float64s()
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +69,8 @@ func TestSoftmaxTypedForward(t *testing.T) {
 // backprop / batch, through the typed function on a tape.
 func TestSoftmaxTypedGrad(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Watch(smDense(t, []int{2, 3}, []float64{1, 2, 3, -1, 0, 4}))
-	loss, back := autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(smDense(t, []int{2}, []int32{2, 0})))
+	x := tp.Watch(testutil.New(t, []int{2, 3}, []float64{1, 2, 3, -1, 0, 4}))
+	loss, back := autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(testutil.New(t, []int{2}, []int32{2, 0})))
 	g, err := tp.Grad([]autodiff.Value{loss}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +88,7 @@ func TestSoftmaxTypedErrors(t *testing.T) {
 	// A zero Value as the first argument: the error goes on the tape of
 	// the second.
 	tp := autodiff.NewTape()
-	labels := tp.Constant(smDense(t, []int{2, 2}, []float64{1, 0, 0, 1}))
+	labels := tp.Constant(testutil.New(t, []int{2, 2}, []float64{1, 0, 0, 1}))
 	loss, back := autodiff.SoftmaxCrossEntropy(autodiff.Value{}, labels)
 	if err := tp.Err(); !errors.Is(err, autodiff.ErrInvalidValue) {
 		t.Fatalf("zero logits: tape error %v", err)
@@ -111,7 +103,7 @@ func TestSoftmaxTypedErrors(t *testing.T) {
 
 	// A zero labels Value.
 	tp = autodiff.NewTape()
-	x := tp.Constant(smDense(t, []int{2, 2}, []float64{1, 0, 0, 1}))
+	x := tp.Constant(testutil.New(t, []int{2, 2}, []float64{1, 0, 0, 1}))
 	autodiff.SparseSoftmaxCrossEntropy(x, autodiff.Value{})
 	if err := tp.Err(); !errors.Is(err, autodiff.ErrInvalidValue) {
 		t.Fatalf("zero labels: tape error %v", err)
@@ -119,8 +111,8 @@ func TestSoftmaxTypedErrors(t *testing.T) {
 
 	// Values of two tapes.
 	tp, tp2 := autodiff.NewTape(), autodiff.NewTape()
-	x = tp.Constant(smDense(t, []int{2, 2}, []float64{1, 0, 0, 1}))
-	y := tp2.Constant(smDense(t, []int{2, 2}, []float64{1, 0, 0, 1}))
+	x = tp.Constant(testutil.New(t, []int{2, 2}, []float64{1, 0, 0, 1}))
+	y := tp2.Constant(testutil.New(t, []int{2, 2}, []float64{1, 0, 0, 1}))
 	autodiff.SoftmaxCrossEntropy(x, y)
 	if err := tp.Err(); !errors.Is(err, autodiff.ErrInvalidValue) {
 		t.Fatalf("mixed tapes: tape error %v", err)
@@ -142,8 +134,8 @@ func TestSoftmaxTypedErrors(t *testing.T) {
 
 	// Kernel errors are sticky tape errors naming the op.
 	tp = autodiff.NewTape()
-	x = tp.Constant(smDense(t, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6}))
-	autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(smDense(t, []int{2}, []int32{0, 3})))
+	x = tp.Constant(testutil.New(t, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6}))
+	autodiff.SparseSoftmaxCrossEntropy(x, tp.Constant(testutil.New(t, []int{2}, []int32{0, 3})))
 	if err := tp.Err(); !errors.Is(err, autodiff.ErrInvalidArgument) || !errors.As(err, &oe) || oe.Op != "SparseSoftmaxCrossEntropyWithLogits" {
 		t.Fatalf("bad label: tape error %v", err)
 	}

@@ -10,65 +10,17 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 var convOps = []string{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
-
-func convDef(t *testing.T, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
-}
-
-func convRandT(t *testing.T, r *rand.Rand, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestConv2DFamilyGradcheck checks first- and second-order gradients of
 // the three ops over every configuration of their sample generators (both
 // layouts, the three paddings, strides, dilations, groups, 1x1 and
 // whole-input filters, the [H, W] form of input_sizes).
 func TestConv2DFamilyGradcheck(t *testing.T) {
-	for _, op := range convOps {
-		def := convDef(t, op)
-		samples, err := gradcheck.OpSamples(def, 3, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(samples) < 8 {
-			t.Fatalf("%s: only %d samples", op, len(samples))
-		}
-		for _, s := range samples {
-			t.Run(op+"/"+s.Name, func(t *testing.T) {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("second order skipped: %s", s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: 5}); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}
-	}
+	checkSamples(t, convOps, []int64{3}, 5, 8)
 }
 
 // TestConv2DChainSecondOrder checks a three-layer composition to second
@@ -86,16 +38,11 @@ func TestConv2DChainSecondOrder(t *testing.T) {
 		y := autodiff.Conv2D(h, in[2], a2)
 		return []autodiff.Value{autodiff.Conv2D(y, in[1], a1)}
 	}
-	x := convRandT(t, r, 1, 5, 4, 2)
-	f1 := convRandT(t, r, 3, 2, 2, 4)
-	f2 := convRandT(t, r, 2, 2, 2, 2)
+	x := testutil.RandDense(t, r, 1, 5, 4, 2)
+	f1 := testutil.RandDense(t, r, 3, 2, 2, 4)
+	f2 := testutil.RandDense(t, r, 2, 2, 2, 2)
 	in := []*tensor.Dense{x, f1, f2}
-	if err := gradcheck.Check(f, in, gradcheck.Options{Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
+	checkOrders(t, "", f, in, gradcheck.Options{Seed: 1}, gradcheck.Options{Seed: 2})
 }
 
 // TestConv2DBackpropThirdOrder differentiates the gradient of a gradient
@@ -112,7 +59,7 @@ func TestConv2DBackpropThirdOrder(t *testing.T) {
 		}
 		return g
 	}
-	in := []*tensor.Dense{convRandT(t, r, 1, 2, 3, 5), convRandT(t, r, 2, 2, 2, 3), convRandT(t, r, 1, 3, 2, 5)}
+	in := []*tensor.Dense{testutil.RandDense(t, r, 1, 2, 3, 5), testutil.RandDense(t, r, 2, 2, 2, 3), testutil.RandDense(t, r, 1, 3, 2, 5)}
 	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,20 +70,8 @@ func TestConv2DBackpropThirdOrder(t *testing.T) {
 func TestConv2DFloat32Gradcheck(t *testing.T) {
 	r := rand.New(rand.NewSource(13))
 	a := forward.Conv2DAttrs{Strides: []int{1, 2, 1, 1}, Padding: "VALID", Dilations: []int{1, 1, 2, 1}}
-	x, f := convRandT(t, r, 2, 5, 6, 2), convRandT(t, r, 2, 2, 1, 4)
-	to32 := func(d *tensor.Dense) *tensor.Dense {
-		v, _ := tensorx.Float64s(d)
-		s := make([]float32, len(v))
-		for i := range v {
-			s[i] = float32(v[i])
-		}
-		o, err := tensorx.New(tensorx.Shape(d), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	if err := gradcheck.Check(gradcheck.Op("Conv2D", a), []*tensor.Dense{to32(x), to32(f)}, gradcheck.Options{AllowFloat32: true, Seed: 4}); err != nil {
+	x, f := testutil.RandDense(t, r, 2, 5, 6, 2), testutil.RandDense(t, r, 2, 2, 1, 4)
+	if err := gradcheck.Check(gradcheck.Op("Conv2D", a), []*tensor.Dense{testutil.To32(t, x), testutil.To32(t, f)}, gradcheck.Options{AllowFloat32: true, Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,7 +82,7 @@ func TestConv2DFloat32Gradcheck(t *testing.T) {
 func TestConv2DNeedsGrad(t *testing.T) {
 	r := rand.New(rand.NewSource(14))
 	a := forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "SAME"}
-	x, f, u := convRandT(t, r, 1, 4, 4, 2), convRandT(t, r, 3, 3, 2, 3), convRandT(t, r, 1, 4, 4, 3)
+	x, f, u := testutil.RandDense(t, r, 1, 4, 4, 2), testutil.RandDense(t, r, 3, 3, 2, 3), testutil.RandDense(t, r, 1, 4, 4, 3)
 	for _, c := range []struct {
 		srcs []int
 		want int
@@ -182,19 +117,19 @@ func TestConv2DNeedsGrad(t *testing.T) {
 func TestConv2DGradErrors(t *testing.T) {
 	r := rand.New(rand.NewSource(15))
 	tp := autodiff.NewTape()
-	x := tp.Watch(convRandT(t, r, 1, 4, 4, 3))
-	f := tp.Watch(convRandT(t, r, 2, 2, 2, 2)) // 3 is not a multiple of 2
+	x := tp.Watch(testutil.RandDense(t, r, 1, 4, 4, 3))
+	f := tp.Watch(testutil.RandDense(t, r, 2, 2, 2, 2)) // 3 is not a multiple of 2
 	y := autodiff.Conv2D(x, f, forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
 	if y.Err() == nil || tp.Err() == nil {
 		t.Fatal("no error for a bad depth")
 	}
 	tp2 := autodiff.NewTape()
-	v := autodiff.Conv2D(autodiff.Value{}, tp2.Watch(convRandT(t, r, 1, 1, 1, 1)), forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
+	v := autodiff.Conv2D(autodiff.Value{}, tp2.Watch(testutil.RandDense(t, r, 1, 1, 1, 1)), forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
 	if v.Err() == nil || tp2.Err() == nil {
 		t.Fatal("no error for a zero Value")
 	}
 	tp3, tp4 := autodiff.NewTape(), autodiff.NewTape()
-	v = autodiff.Conv2DBackpropFilter(tp3.Watch(convRandT(t, r, 1, 2, 2, 1)), []int{1, 1, 1, 1}, tp4.Watch(convRandT(t, r, 1, 2, 2, 1)), forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
+	v = autodiff.Conv2DBackpropFilter(tp3.Watch(testutil.RandDense(t, r, 1, 2, 2, 1)), []int{1, 1, 1, 1}, tp4.Watch(testutil.RandDense(t, r, 1, 2, 2, 1)), forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
 	if v.Err() == nil || tp3.Err() == nil {
 		t.Fatal("no error for values of two tapes")
 	}

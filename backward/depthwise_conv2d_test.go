@@ -10,65 +10,17 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 var dwOps = []string{"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}
-
-func dwDef(t *testing.T, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
-}
-
-func dwRandT(t *testing.T, r *rand.Rand, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestDepthwiseConv2dFamilyGradcheck checks first- and second-order
 // gradients of the three ops over every configuration of their sample
 // generators: multipliers 1–3, both layouts, the three paddings, equal and
 // unequal strides, dilations, the fast 3-wide paths.
 func TestDepthwiseConv2dFamilyGradcheck(t *testing.T) {
-	for _, op := range dwOps {
-		def := dwDef(t, op)
-		samples, err := gradcheck.OpSamples(def, 3, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(samples) < 8 {
-			t.Fatalf("%s: only %d samples", op, len(samples))
-		}
-		for _, s := range samples {
-			t.Run(op+"/"+s.Name, func(t *testing.T) {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("second order skipped: %s", s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: 5}); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}
-	}
+	checkSamples(t, dwOps, []int64{3}, 5, 8)
 }
 
 // TestDepthwiseConv2dChainSecondOrder checks a three-layer composition to
@@ -87,16 +39,11 @@ func TestDepthwiseConv2dChainSecondOrder(t *testing.T) {
 		y := autodiff.DepthwiseConv2D(h, in[2], a2)
 		return []autodiff.Value{y, autodiff.DepthwiseConv2D(h, in[1], a1)}
 	}
-	x := dwRandT(t, r, 1, 5, 4, 2)
-	f1 := dwRandT(t, r, 3, 2, 2, 1)
-	f2 := dwRandT(t, r, 2, 2, 2, 2)
+	x := testutil.RandDense(t, r, 1, 5, 4, 2)
+	f1 := testutil.RandDense(t, r, 3, 2, 2, 1)
+	f2 := testutil.RandDense(t, r, 2, 2, 2, 2)
 	in := []*tensor.Dense{x, f1, f2}
-	if err := gradcheck.Check(f, in, gradcheck.Options{Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
+	checkOrders(t, "", f, in, gradcheck.Options{Seed: 1}, gradcheck.Options{Seed: 2})
 }
 
 // TestDepthwiseConv2dThirdOrder differentiates a gradient of a gradient
@@ -114,7 +61,7 @@ func TestDepthwiseConv2dThirdOrder(t *testing.T) {
 		}
 		return g
 	}
-	in := []*tensor.Dense{dwRandT(t, r, 1, 2, 3, 5), dwRandT(t, r, 2, 2, 2, 2), dwRandT(t, r, 1, 4, 2, 5)}
+	in := []*tensor.Dense{testutil.RandDense(t, r, 1, 2, 3, 5), testutil.RandDense(t, r, 2, 2, 2, 2), testutil.RandDense(t, r, 1, 4, 2, 5)}
 	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,18 +72,6 @@ func TestDepthwiseConv2dThirdOrder(t *testing.T) {
 // tolerances.
 func TestDepthwiseConv2dFloat32Gradcheck(t *testing.T) {
 	r := rand.New(rand.NewSource(23))
-	to32 := func(d *tensor.Dense) *tensor.Dense {
-		v, _ := tensorx.Float64s(d)
-		s := make([]float32, len(v))
-		for i := range v {
-			s[i] = float32(v[i])
-		}
-		o, err := tensorx.New(tensorx.Shape(d), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
 	for _, c := range []struct {
 		a      forward.DepthwiseConv2dAttrs
 		xs, fs []int
@@ -144,7 +79,7 @@ func TestDepthwiseConv2dFloat32Gradcheck(t *testing.T) {
 		{forward.DepthwiseConv2dAttrs{Strides: []int{1, 2, 2, 1}, Padding: "SAME"}, []int{1, 7, 8, 3}, []int{3, 3, 3, 1}},
 		{forward.DepthwiseConv2dAttrs{Strides: []int{1, 2, 1, 1}, Padding: "VALID", Dilations: []int{1, 1, 2, 1}}, []int{2, 5, 6, 2}, []int{2, 2, 2, 2}},
 	} {
-		in := []*tensor.Dense{to32(dwRandT(t, r, c.xs...)), to32(dwRandT(t, r, c.fs...))}
+		in := []*tensor.Dense{testutil.To32(t, testutil.RandDense(t, r, c.xs...)), testutil.To32(t, testutil.RandDense(t, r, c.fs...))}
 		if err := gradcheck.Check(gradcheck.Op("DepthwiseConv2dNative", c.a), in, gradcheck.Options{AllowFloat32: true, Seed: 4}); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +92,7 @@ func TestDepthwiseConv2dFloat32Gradcheck(t *testing.T) {
 func TestDepthwiseConv2dNeedsGrad(t *testing.T) {
 	r := rand.New(rand.NewSource(24))
 	a := forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "SAME"}
-	x, f, u := dwRandT(t, r, 1, 4, 4, 2), dwRandT(t, r, 3, 3, 2, 2), dwRandT(t, r, 1, 4, 4, 4)
+	x, f, u := testutil.RandDense(t, r, 1, 4, 4, 2), testutil.RandDense(t, r, 3, 3, 2, 2), testutil.RandDense(t, r, 1, 4, 4, 4)
 	for _, c := range []struct {
 		srcs []int
 		want int
@@ -203,8 +138,8 @@ func TestDepthwiseConv2dNeedsGrad(t *testing.T) {
 func TestDepthwiseConv2dGradErrors(t *testing.T) {
 	r := rand.New(rand.NewSource(25))
 	tp := autodiff.NewTape()
-	x := tp.Watch(dwRandT(t, r, 1, 4, 4, 3))
-	f := tp.Watch(dwRandT(t, r, 2, 2, 2, 2)) // depth 2 for a 3-channel input
+	x := tp.Watch(testutil.RandDense(t, r, 1, 4, 4, 3))
+	f := tp.Watch(testutil.RandDense(t, r, 2, 2, 2, 2)) // depth 2 for a 3-channel input
 	y := autodiff.DepthwiseConv2D(x, f, forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"})
 	if y.Err() == nil || tp.Err() == nil {
 		t.Fatal("no error for a bad depth")

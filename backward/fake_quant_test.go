@@ -13,7 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/golden"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -116,37 +116,13 @@ func fqF64(t testing.TB, d *tensor.Dense) []float64 {
 	if d == nil {
 		return nil
 	}
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// fqDense makes a tensor of dtype dt (float32 values rounded).
-func fqDense(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	var d *tensor.Dense
-	var err error
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		d, err = tensorx.New(shape, f)
-	} else {
-		d, err = tensorx.New(shape, append([]float64(nil), v...))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return testutil.Float64s(t, d)
 }
 
 // fqSumDense rounds float64 sums to dt (the kernels accumulate in float64
 // and round once).
 func fqSumDense(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	return fqDense(t, dt, shape, v)
+	return testutil.Dense(t, dt, shape, v)
 }
 
 // ---------------------------------------------------------------------------
@@ -174,14 +150,14 @@ func (c fqCase) attrs() any {
 
 // inputs returns the forward op's inputs.
 func (c fqCase) inputs(t testing.TB) []*tensor.Dense {
-	x := fqDense(t, c.dt, c.shape, c.x)
+	x := testutil.Dense(t, c.dt, c.shape, c.x)
 	switch c.op {
 	case fqArgsOp:
 		return []*tensor.Dense{x}
 	case fqVarsOp:
-		return []*tensor.Dense{x, fqDense(t, c.dt, nil, c.mins), fqDense(t, c.dt, nil, c.maxs)}
+		return []*tensor.Dense{x, testutil.Dense(t, c.dt, nil, c.mins), testutil.Dense(t, c.dt, nil, c.maxs)}
 	}
-	return []*tensor.Dense{x, fqDense(t, c.dt, []int{len(c.mins)}, c.mins), fqDense(t, c.dt, []int{len(c.maxs)}, c.maxs)}
+	return []*tensor.Dense{x, testutil.Dense(t, c.dt, []int{len(c.mins)}, c.mins), testutil.Dense(t, c.dt, []int{len(c.maxs)}, c.maxs)}
 }
 
 // rangeOf returns the ranges as the kernels see them (rounded to dt).
@@ -276,7 +252,7 @@ func (c fqCase) rule(t testing.TB) func(in, up []*tensor.Dense) ([]*tensor.Dense
 	return func(in, up []*tensor.Dense) ([]*tensor.Dense, error) {
 		mins, maxs := c.rangeOf()
 		dx, dmin, dmax := fqRule(fqF64(t, in[0]), fqF64(t, up[0]), mins, maxs, c.bits, c.narrow, c.dt == tensor.Float32)
-		out := []*tensor.Dense{fqDense(t, c.dt, c.shape, dx)}
+		out := []*tensor.Dense{testutil.Dense(t, c.dt, c.shape, dx)}
 		switch c.op {
 		case fqVarsOp:
 			out = append(out, fqSumDense(t, c.dt, nil, dmin), fqSumDense(t, c.dt, nil, dmax))
@@ -322,7 +298,7 @@ func TestFakeQuantSurrogateSecondOrder(t *testing.T) {
 			}
 			return gs
 		}
-		in := append(c.inputs(t), fqDense(t, c.dt, c.shape, fqRandN(r, len(c.x))))
+		in := append(c.inputs(t), testutil.Dense(t, c.dt, c.shape, testutil.Normal(r, len(c.x))))
 		rule := func(in, up []*tensor.Dense) ([]*tensor.Dense, error) {
 			mins, maxs := c.rangeOf()
 			wmin, wmax := []float64{0}, []float64{0}
@@ -331,21 +307,13 @@ func TestFakeQuantSurrogateSecondOrder(t *testing.T) {
 			}
 			du := fqAdjRule(fqF64(t, in[0]), fqF64(t, up[0]), wmin, wmax, mins, maxs, c.bits, c.narrow, c.dt == tensor.Float32)
 			out := make([]*tensor.Dense, len(in)) // nil: zero for x, min, max
-			out[nin] = fqDense(t, c.dt, c.shape, du)
+			out[nin] = testutil.Dense(t, c.dt, c.shape, du)
 			return out, nil
 		}
 		if err := gradcheck.CheckSurrogate(f, in, rule, gradcheck.Options{Seed: int64(i)}); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
-}
-
-func fqRandN(r *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return v
 }
 
 // TestFakeQuantThirdOrder differentiates the PerChannel gradient three
@@ -360,22 +328,22 @@ func TestFakeQuantThirdOrder(t *testing.T) {
 	x := []float64{-1.5, 0.5, 3, 0.2, 0.1, 0, 5, -2, 7, 0.9, 1.9, -4}
 	attrs := forward.FakeQuantAttrs{NumBits: 4}
 	tp := autodiff.NewTape()
-	xv := tp.Watch(fqDense(t, tensor.Float64, shape, x))
-	mn, mx := tp.Watch(fqDense(t, tensor.Float64, []int{d}, mins)), tp.Watch(fqDense(t, tensor.Float64, []int{d}, maxs))
-	u := tp.Watch(fqDense(t, tensor.Float64, shape, fqRandN(r, 12)))
+	xv := tp.Watch(testutil.Dense(t, tensor.Float64, shape, x))
+	mn, mx := tp.Watch(testutil.Dense(t, tensor.Float64, []int{d}, mins)), tp.Watch(testutil.Dense(t, tensor.Float64, []int{d}, maxs))
+	u := tp.Watch(testutil.Dense(t, tensor.Float64, shape, testutil.Normal(r, 12)))
 	y := autodiff.FakeQuantPerChannel(xv, mn, mx, attrs)
 	g1, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{xv, mn, mx}, []autodiff.Value{u}, autodiff.GradOpts{CreateGraph: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := tp.Watch(fqDense(t, tensor.Float64, shape, fqRandN(r, 12)))
+	w := tp.Watch(testutil.Dense(t, tensor.Float64, shape, testutil.Normal(r, 12)))
 	// g2 = adjoint(w, 0, 0) as a function of w (and of u: not at all).
 	g2, err := tp.Grad([]autodiff.Value{g1[0]}, []autodiff.Value{u}, []autodiff.Value{w}, autodiff.GradOpts{CreateGraph: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := fqRandN(r, 12)
-	g3, err := tp.Grad([]autodiff.Value{g2[0]}, []autodiff.Value{w}, []autodiff.Value{tp.Constant(fqDense(t, tensor.Float64, shape, v))}, autodiff.GradOpts{CreateGraph: true})
+	v := testutil.Normal(r, 12)
+	g3, err := tp.Grad([]autodiff.Value{g2[0]}, []autodiff.Value{w}, []autodiff.Value{tp.Constant(testutil.Dense(t, tensor.Float64, shape, v))}, autodiff.GradOpts{CreateGraph: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package backward_test
 
 import (
 	"errors"
-	"math"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -15,29 +14,13 @@ import (
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/golden"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
 var fpOps = []string{
 	"FractionalAvgPool", "FractionalAvgPoolGrad", "tapegrad.FractionalAvgPoolWithSequences",
 	"FractionalMaxPool", "FractionalMaxPoolGrad", "tapegrad.FractionalMaxPoolGradGrad",
-}
-
-func fpRand(t *testing.T, r *rand.Rand, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // fpSpread returns values pairwise at least 0.04 apart (no ties within a
@@ -62,32 +45,7 @@ func fpSpread(t *testing.T, r *rand.Rand, shape ...int) *tensor.Dense {
 // sequences longer than needed, uncovered input, single cells; the
 // max-pool ops away from ties).
 func TestFractionalPoolGradcheck(t *testing.T) {
-	for _, op := range fpOps {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if def.GradKind() != registry.GradDefined {
-			t.Fatalf("%s: gradient state %v, want a gradient function", op, def.GradKind())
-		}
-		samples, err := gradcheck.OpSamples(def, 7, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(samples) < 5 {
-			t.Fatalf("%s: only %d samples", op, len(samples))
-		}
-		for _, s := range samples {
-			t.Run(op+"/"+s.Name, func(t *testing.T) {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("second order skipped: %s", s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: 3}); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}
-	}
+	checkSamples(t, fpOps, []int64{7}, 3, 5)
 }
 
 // TestFractionalAvgPoolSecondOrderChain checks a nonlinear composition to
@@ -99,20 +57,15 @@ func TestFractionalAvgPoolSecondOrderChain(t *testing.T) {
 	r := rand.New(rand.NewSource(21))
 	a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.44, 1.6, 1}, Overlapping: true}
 	// y is [2,4,5,2] (7/1.44 → 4, 8/1.6 → 5), pooled again to [2,2,3,2].
-	zr, zc := fpI64(t, 0, 2, 4), fpI64(t, 0, 2, 3, 5)
+	zr, zc := testutil.Int64s(t, 0, 2, 4), testutil.Int64s(t, 0, 2, 3, 5)
 	f := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 		y, _, _ := autodiff.FractionalAvgPool(in[0], a)
 		sq := autodiff.Mul(y, y)
 		z := autodiff.FractionalAvgPoolWithSequences(sq, tp.Constant(zr), tp.Constant(zc), false)
 		return []autodiff.Value{y, z}
 	}
-	x := fpRand(t, r, 2, 7, 8, 2)
-	if err := gradcheck.Check(f, []*tensor.Dense{x}, gradcheck.Options{Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, []*tensor.Dense{x}, gradcheck.Options{Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
+	x := testutil.RandDense(t, r, 2, 7, 8, 2)
+	checkOrders(t, "", f, []*tensor.Dense{x}, gradcheck.Options{Seed: 1}, gradcheck.Options{Seed: 2})
 }
 
 // TestFractionalAvgPoolThirdOrder differentiates a gradient of a gradient:
@@ -129,7 +82,7 @@ func TestFractionalAvgPoolThirdOrder(t *testing.T) {
 		}
 		return g
 	}
-	in := []*tensor.Dense{fpRand(t, r, 1, 6, 5, 2), fpRand(t, r, 1, 4, 3, 2)}
+	in := []*tensor.Dense{testutil.RandDense(t, r, 1, 6, 5, 2), testutil.RandDense(t, r, 1, 4, 3, 2)}
 	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +99,7 @@ func TestFractionalMaxPoolSecondOrderChain(t *testing.T) {
 		return []autodiff.Value{autodiff.Mul(y, y)}
 	}
 	x := fpSpread(t, r, 2, 6, 7, 2)
-	if err := gradcheck.Check(f, []*tensor.Dense{x}, gradcheck.Options{Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, []*tensor.Dense{x}, gradcheck.Options{Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
+	checkOrders(t, "", f, []*tensor.Dense{x}, gradcheck.Options{Seed: 1}, gradcheck.Options{Seed: 2})
 }
 
 // TestFractionalPoolGradientOps checks that the registered gradients are
@@ -163,7 +111,7 @@ func TestFractionalPoolGradientOps(t *testing.T) {
 	for _, ov := range []bool{false, true} {
 		tp := autodiff.NewTape(autodiff.Seed(5))
 		x := tp.Watch(fpSpread(t, r, 2, 9, 7, 3))
-		dy := fpRand(t, r, 2, 6, 4, 3)
+		dy := testutil.RandDense(t, r, 2, 6, 4, 3)
 		a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.75, 1}, Overlapping: ov}
 		y, rows, cols := autodiff.FractionalAvgPool(x, a)
 		g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, []autodiff.Value{tp.Constant(dy)}, autodiff.GradOpts{})
@@ -188,18 +136,12 @@ func TestFractionalPoolGradientOps(t *testing.T) {
 
 func fpSame(t *testing.T, what string, a, b autodiff.Value) {
 	t.Helper()
-	x, err1 := a.Float64s()
-	y, err2 := b.Float64s()
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
+	x, y := testutil.Values(t, a), testutil.Values(t, b)
 	if len(x) != len(y) {
 		t.Fatalf("%s: %d values vs %d", what, len(x), len(y))
 	}
-	for i := range x {
-		if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
-			t.Fatalf("%s: element %d: %v vs %v", what, i, x[i], y[i])
-		}
+	if i := testutil.BitDiff(x, y, false); i >= 0 {
+		t.Fatalf("%s: element %d: %v vs %v", what, i, x[i], y[i])
 	}
 }
 
@@ -262,20 +204,11 @@ func TestFractionalAvgPoolGolden(t *testing.T) {
 func TestFractionalPoolGradErrors(t *testing.T) {
 	tp := autodiff.NewTape()
 	r := rand.New(rand.NewSource(25))
-	dy := tp.Watch(fpRand(t, r, 1, 2, 2, 1))
-	rows := tp.Constant(fpI64(t, 0, 2, 9)) // beyond the input
-	cols := tp.Constant(fpI64(t, 0, 2, 4))
+	dy := tp.Watch(testutil.RandDense(t, r, 1, 2, 2, 1))
+	rows := tp.Constant(testutil.Int64s(t, 0, 2, 9)) // beyond the input
+	cols := tp.Constant(testutil.Int64s(t, 0, 2, 4))
 	v := autodiff.FractionalAvgPoolGrad([]int{1, 4, 4, 1}, dy, rows, cols, false)
 	if v.Err() == nil || !errors.Is(tp.Err(), autodiff.ErrInvalidArgument) || !strings.Contains(tp.Err().Error(), "FractionalAvgPoolGrad") {
 		t.Fatalf("bad sequence: %v", tp.Err())
 	}
-}
-
-func fpI64(t *testing.T, v ...int64) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New([]int{len(v)}, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

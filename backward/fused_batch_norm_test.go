@@ -1,7 +1,7 @@
 package backward_test
 
 import (
-	"math"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -10,45 +10,10 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 var bnOps = []string{"FusedBatchNorm", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3"}
-
-func bnDef(t *testing.T, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
-}
-
-func bnT(t *testing.T, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, append([]float64(nil), v...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func bnRandT(t *testing.T, r *rand.Rand, scale, shift float64, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = shift + scale*r.NormFloat64()
-	}
-	return bnT(t, shape, v)
-}
 
 func bnPtr[T any](v T) *T { return &v }
 
@@ -56,26 +21,7 @@ func bnPtr[T any](v T) *T { return &v }
 // the first- and second-order checks (random upstream gradients), with
 // two generator seeds.
 func TestFusedBatchNormGradSamples(t *testing.T) {
-	for _, name := range bnOps {
-		def := bnDef(t, name)
-		for seed := int64(1); seed <= 2; seed++ {
-			ss, err := gradcheck.OpSamples(def, seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ss) < 6 {
-				t.Fatalf("%s: %d samples", name, len(ss))
-			}
-			for _, s := range ss {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("%s sample %s skips second order: %s", name, s.Name, s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: seed}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	checkSamples(t, bnOps, []int64{1, 2}, 0, 6)
 }
 
 // bnThroughForward returns f(dy, x, scale) = the grad op applied with the
@@ -118,16 +64,11 @@ func TestFusedBatchNormGradGradThroughForward(t *testing.T) {
 		{true, "NHWC", []int{2, 1, 1, 2}, 2}, // two elements per channel
 	}
 	for _, c := range cases {
-		in := []*tensor.Dense{bnRandT(t, r, 1, 0, c.shape...), bnRandT(t, r, 1.5, 0.5, c.shape...), bnRandT(t, r, 1, 0, c.c)}
+		in := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1, 0, c.shape...), testutil.RandDenseScaled(t, r, 1.5, 0.5, c.shape...), testutil.RandDenseScaled(t, r, 1, 0, c.c)}
 		f := bnThroughForward(c.v3, c.format, 1e-3)
 		for _, outs := range [][]int{nil, {0}, {1}, {2}} {
 			o := gradcheck.Options{Seed: 7, Outputs: outs}
-			if err := gradcheck.Check(f, in, o); err != nil {
-				t.Fatalf("%s %v outputs %v: %v", c.format, c.shape, outs, err)
-			}
-			if err := gradcheck.CheckSecondOrder(f, in, o); err != nil {
-				t.Fatalf("%s %v outputs %v (second order): %v", c.format, c.shape, outs, err)
-			}
+			checkOrders(t, fmt.Sprintf("%s %v outputs %v", c.format, c.shape, outs), f, in, o)
 		}
 	}
 }
@@ -137,7 +78,7 @@ func TestFusedBatchNormGradGradThroughForward(t *testing.T) {
 // function sees nil upstreams in every combination.
 func TestFusedBatchNormGradGradPerOutput(t *testing.T) {
 	for _, name := range []string{"FusedBatchNormGrad", "FusedBatchNormGradV3"} {
-		def := bnDef(t, name)
+		def := testutil.GradOp(t, name)
 		ss, err := gradcheck.OpSamples(def, 4, 4)
 		if err != nil {
 			t.Fatal(err)
@@ -159,41 +100,25 @@ func TestFusedBatchNormGradGradPerOutput(t *testing.T) {
 func TestFusedBatchNormGradGradSpecVector(t *testing.T) {
 	tp := autodiff.NewTape()
 	shape := []int{1, 1, 4, 1}
-	dy := tp.Watch(bnT(t, shape, []float64{0.5, -1, 2, 0}))
-	x := tp.Watch(bnT(t, shape, []float64{1, 2, 4, 7}))
-	scale := tp.Watch(bnT(t, []int{1}, []float64{2}))
+	dy := tp.Watch(testutil.New(t, shape, []float64{0.5, -1, 2, 0}))
+	x := tp.Watch(testutil.New(t, shape, []float64{1, 2, 4, 7}))
+	scale := tp.Watch(testutil.New(t, []int{1}, []float64{2}))
 	// The statistics of x: mean 3.5, biased variance 21/4.
-	m, v := tp.Constant(bnT(t, []int{1}, []float64{3.5})), tp.Constant(bnT(t, []int{1}, []float64{5.25}))
-	rs3 := tp.Constant(bnT(t, nil, []float64{0}))
+	m, v := tp.Constant(testutil.New(t, []int{1}, []float64{3.5})), tp.Constant(testutil.New(t, []int{1}, []float64{5.25}))
+	rs3 := tp.Constant(testutil.New(t, nil, []float64{0}))
 	attrs := forward.FusedBatchNormGradAttrs{Epsilon: bnPtr(float32(0.001))}
 	dx, ds, do := autodiff.FusedBatchNormGradV3(dy, x, scale, m, v, rs3, attrs)
-	bnExpect(t, "dx", dx, []float64{0.238953, -1.122171, 1.392310, -0.509092}, 1e-6)
-	bnExpect(t, "dscale", ds, []float64{0.545493}, 1e-6)
-	bnExpect(t, "doffset", do, []float64{1.5}, 1e-12)
-	up := []autodiff.Value{tp.Constant(bnT(t, shape, []float64{1, 0, -1, 0.5})), tp.Constant(bnT(t, []int{1}, []float64{0.5})), tp.Constant(bnT(t, []int{1}, []float64{1}))}
+	testutil.Near(t, "dx", testutil.Values(t, dx), []float64{0.238953, -1.122171, 1.392310, -0.509092}, 1e-6)
+	testutil.Near(t, "dscale", testutil.Values(t, ds), []float64{0.545493}, 1e-6)
+	testutil.Near(t, "doffset", testutil.Values(t, do), []float64{1.5}, 1e-12)
+	up := []autodiff.Value{tp.Constant(testutil.New(t, shape, []float64{1, 0, -1, 0.5})), tp.Constant(testutil.New(t, []int{1}, []float64{0.5})), tp.Constant(testutil.New(t, []int{1}, []float64{1}))}
 	g, err := tp.Grad([]autodiff.Value{dx, ds, do}, []autodiff.Value{dy, x, scale}, up, autodiff.GradOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bnExpect(t, "g_dy", g[0], []float64{1.088343, 0.485693, 0.153182, 2.272782}, 1e-6)
-	bnExpect(t, "g_x", g[1], []float64{-0.131338, -0.436742, 0.521341, 0.046738}, 1e-6)
-	bnExpect(t, "g_scale", g[2], []float64{-0.703952}, 1e-6)
-}
-
-func bnExpect(t *testing.T, what string, v autodiff.Value, want []float64, tol float64) {
-	t.Helper()
-	got, err := v.Float64s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Abs(got[i]-want[i]) > tol {
-			t.Fatalf("%s[%d] = %.7f, want %.7f", what, i, got[i], want[i])
-		}
-	}
+	testutil.Near(t, "g_dy", testutil.Values(t, g[0]), []float64{1.088343, 0.485693, 0.153182, 2.272782}, 1e-6)
+	testutil.Near(t, "g_x", testutil.Values(t, g[1]), []float64{-0.131338, -0.436742, 0.521341, 0.046738}, 1e-6)
+	testutil.Near(t, "g_scale", testutil.Values(t, g[2]), []float64{-0.703952}, 1e-6)
 }
 
 // TestFusedBatchNormGradDropsStatistics: as in TensorFlow, gradients
@@ -203,10 +128,10 @@ func TestFusedBatchNormGradDropsStatistics(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	for _, training := range []bool{true, false} {
 		tp := autodiff.NewTape()
-		x := tp.Watch(bnRandT(t, r, 1, 0, 2, 2, 2, 3))
-		scale := tp.Watch(bnRandT(t, r, 1, 1, 3))
-		mean := tp.Watch(bnRandT(t, r, 1, 0, 3))
-		variance := tp.Watch(bnT(t, []int{3}, []float64{1, 2, 3}))
+		x := tp.Watch(testutil.RandDenseScaled(t, r, 1, 0, 2, 2, 2, 3))
+		scale := tp.Watch(testutil.RandDenseScaled(t, r, 1, 1, 3))
+		mean := tp.Watch(testutil.RandDenseScaled(t, r, 1, 0, 3))
+		variance := tp.Watch(testutil.New(t, []int{3}, []float64{1, 2, 3}))
 		f := float32(0.5)
 		out := autodiff.FusedBatchNormV3(x, scale, scale, mean, variance,
 			forward.FusedBatchNormAttrs{IsTraining: &training, ExponentialAvgFactor: &f})
@@ -246,25 +171,8 @@ func TestFusedBatchNormGradDropsStatistics(t *testing.T) {
 // (first and second order) with float32 finite differences.
 func TestFusedBatchNormGradFloat32(t *testing.T) {
 	r := rand.New(rand.NewSource(6))
-	to32 := func(d *tensor.Dense) *tensor.Dense {
-		v := tensorx.MustSlice[float64](d)
-		f := make([]float32, len(v))
-		for i, e := range v {
-			f[i] = float32(e)
-		}
-		o, err := tensorx.New(tensorx.Shape(d), f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	in := []*tensor.Dense{to32(bnRandT(t, r, 1, 0, 2, 2, 2, 3)), to32(bnRandT(t, r, 1.5, 0.5, 2, 2, 2, 3)), to32(bnRandT(t, r, 1, 1, 3))}
+	in := []*tensor.Dense{testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 0, 2, 2, 2, 3)), testutil.To32(t, testutil.RandDenseScaled(t, r, 1.5, 0.5, 2, 2, 2, 3)), testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 1, 3))}
 	f := bnThroughForward(true, "NHWC", 1e-3)
 	o := gradcheck.Options{Seed: 2, AllowFloat32: true, Atol: 2e-2, Rtol: 2e-2}
-	if err := gradcheck.Check(f, in, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, in, o); err != nil {
-		t.Fatal(err)
-	}
+	checkOrders(t, "", f, in, o)
 }

@@ -79,17 +79,26 @@ func unary(dy []registry.Value, f func(g registry.Value) registry.Value) []regis
 // to each input's shape. Only the needed ones are built.
 func binaryGrad(e registry.Emitter, n registry.Node, dy []registry.Value,
 	gx, gy func(g registry.Value) registry.Value) []registry.Value {
+	in := n.Inputs()
+	return pairGrad(n, dy,
+		func(g registry.Value) registry.Value { return sumToShape(e, gx(g), shapeOf(in[0])) },
+		func(g registry.Value) registry.Value { return sumToShape(e, gy(g), shapeOf(in[1])) })
+}
+
+// pairGrad returns the gradients of a two-input op, ga(dy[0]) and
+// gb(dy[0]), building only those n needs (nil for the others, and both nil
+// if no gradient flows in).
+func pairGrad(n registry.Node, dy []registry.Value, ga, gb func(g registry.Value) registry.Value) []registry.Value {
 	out := make([]registry.Value, 2)
 	g := dy[0]
 	if g == nil {
 		return out
 	}
-	in := n.Inputs()
 	if n.NeedsGrad(0) {
-		out[0] = sumToShape(e, gx(g), shapeOf(in[0]))
+		out[0] = ga(g)
 	}
 	if n.NeedsGrad(1) {
-		out[1] = sumToShape(e, gy(g), shapeOf(in[1]))
+		out[1] = gb(g)
 	}
 	return out
 }
@@ -127,77 +136,50 @@ func realDivGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]re
 // sqrtGradGrad: z = 0.5 * b / a (a = y, b = dy). With ga = g / a:
 // dz/da = -ga * z, dz/db = 0.5 * ga.
 func sqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
-	g := dy[0]
-	if g == nil {
-		return out, nil
+	if dy[0] == nil {
+		return make([]registry.Value, 2), nil
 	}
 	a, z := n.Inputs()[0], n.Outputs()[0]
-	ga := op1(e, "RealDiv", nil, g, a)
-	if n.NeedsGrad(0) {
-		out[0] = op1(e, "Mul", nil, op1(e, "Neg", nil, ga), z)
-	}
-	if n.NeedsGrad(1) {
-		out[1] = op1(e, "Mul", nil, e.Scalar(a.Dtype(), 0.5), ga)
-	}
-	return out, nil
+	ga := op1(e, "RealDiv", nil, dy[0], a) // shared by both gradients
+	return pairGrad(n, dy,
+		func(registry.Value) registry.Value { return op1(e, "Mul", nil, op1(e, "Neg", nil, ga), z) },
+		func(registry.Value) registry.Value { return op1(e, "Mul", nil, e.Scalar(a.Dtype(), 0.5), ga) }), nil
 }
 
 // rsqrtGradGrad: z = -0.5 * b * a^3. dz/da = -1.5 * g * b * a^2,
 // dz/db = RsqrtGrad(a, g).
 func rsqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
-	g := dy[0]
-	if g == nil {
-		return out, nil
-	}
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	if n.NeedsGrad(0) {
-		t := op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), -1.5), g), b)
-		out[0] = op1(e, "Mul", nil, t, op1(e, "Square", nil, a))
-	}
-	if n.NeedsGrad(1) {
-		out[1] = op1(e, "RsqrtGrad", nil, a, g)
-	}
-	return out, nil
+	return pairGrad(n, dy,
+		func(g registry.Value) registry.Value {
+			t := op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), -1.5), g), b)
+			return op1(e, "Mul", nil, t, op1(e, "Square", nil, a))
+		},
+		func(g registry.Value) registry.Value { return op1(e, "RsqrtGrad", nil, a, g) }), nil
 }
 
 // sigmoidGradGrad: z = b * a * (1 - a). With gb = g * b:
 // dz/da = gb - 2 * gb * a, dz/db = SigmoidGrad(a, g).
 func sigmoidGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
-	g := dy[0]
-	if g == nil {
-		return out, nil
-	}
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	if n.NeedsGrad(0) {
-		gb := op1(e, "Mul", nil, g, b)
-		out[0] = op1(e, "Sub", nil, gb, op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), 2), gb), a))
-	}
-	if n.NeedsGrad(1) {
-		out[1] = op1(e, "SigmoidGrad", nil, a, g)
-	}
-	return out, nil
+	return pairGrad(n, dy,
+		func(g registry.Value) registry.Value {
+			gb := op1(e, "Mul", nil, g, b)
+			return op1(e, "Sub", nil, gb, op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), 2), gb), a))
+		},
+		func(g registry.Value) registry.Value { return op1(e, "SigmoidGrad", nil, a, g) }), nil
 }
 
 // tanhGradGrad: z = b * (1 - a^2). dz/da = g * -2 * b * a,
 // dz/db = TanhGrad(a, g).
 func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
-	g := dy[0]
-	if g == nil {
-		return out, nil
-	}
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	if n.NeedsGrad(0) {
-		t := op1(e, "Mul", nil, op1(e, "Mul", nil, g, e.Scalar(a.Dtype(), -2)), b)
-		out[0] = op1(e, "Mul", nil, t, a)
-	}
-	if n.NeedsGrad(1) {
-		out[1] = op1(e, "TanhGrad", nil, a, g)
-	}
-	return out, nil
+	return pairGrad(n, dy,
+		func(g registry.Value) registry.Value {
+			t := op1(e, "Mul", nil, op1(e, "Mul", nil, g, e.Scalar(a.Dtype(), -2)), b)
+			return op1(e, "Mul", nil, t, a)
+		},
+		func(g registry.Value) registry.Value { return op1(e, "TanhGrad", nil, a, g) }), nil
 }
 
 // reluGradGrad returns the gradient of ReluGrad or Relu6Grad (inputs
@@ -206,19 +188,10 @@ func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 // (op(g, features), zeros).
 func reluGradGrad(op string) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := make([]registry.Value, 2)
-		g := dy[0]
-		if g == nil {
-			return out, nil
-		}
 		f := n.Inputs()[1]
-		if n.NeedsGrad(0) {
-			out[0] = op1(e, op, nil, g, f)
-		}
-		if n.NeedsGrad(1) {
-			out[1] = op1(e, "ZerosLike", nil, f)
-		}
-		return out, nil
+		return pairGrad(n, dy,
+			func(g registry.Value) registry.Value { return op1(e, op, nil, g, f) },
+			func(registry.Value) registry.Value { return op1(e, "ZerosLike", nil, f) }), nil
 	}
 }
 

@@ -2,6 +2,7 @@ package backward_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 var mathOps = []string{
@@ -21,58 +22,10 @@ var mathOps = []string{
 	"BroadcastTo", "Cast", "L2Loss",
 }
 
-func mathDef(t *testing.T, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
-}
-
-func mathRand(t *testing.T, r *rand.Rand, lo, hi float64, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = lo + (hi-lo)*r.Float64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // TestMathGradSamples runs every sample of the family through the first
 // and second-order checks, with two seeds.
 func TestMathGradSamples(t *testing.T) {
-	for _, name := range mathOps {
-		def := mathDef(t, name)
-		for seed := int64(1); seed <= 2; seed++ {
-			ss, err := gradcheck.OpSamples(def, seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ss) == 0 {
-				t.Fatalf("%s: no samples", name)
-			}
-			for _, s := range ss {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("%s sample %s skips second order: %s", name, s.Name, s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: seed}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	checkSamples(t, mathOps, []int64{1, 2}, 0, 1)
 }
 
 // TestBinaryGradEachInput checks each operand of the broadcasting ops on
@@ -85,16 +38,11 @@ func TestBinaryGradEachInput(t *testing.T) {
 			{[]int{}, []int{2, 2}},
 			{[]int{3, 2}, []int{2}},
 		} {
-			in := []*tensor.Dense{mathRand(t, r, -1, 1, c.x...), mathRand(t, r, 0.5, 1.5, c.y...)}
+			in := []*tensor.Dense{testutil.UniformDense(t, r, -1, 1, c.x...), testutil.UniformDense(t, r, 0.5, 1.5, c.y...)}
 			for _, wrt := range [][]int{{0}, {1}} {
 				o := gradcheck.Options{Seed: 2, Wrt: wrt}
 				f := gradcheck.Op(op, nil)
-				if err := gradcheck.Check(f, in, o); err != nil {
-					t.Fatalf("%s %v %v wrt %v: %v", op, c.x, c.y, wrt, err)
-				}
-				if err := gradcheck.CheckSecondOrder(f, in, o); err != nil {
-					t.Fatalf("%s %v %v wrt %v (second order): %v", op, c.x, c.y, wrt, err)
-				}
+				checkOrders(t, fmt.Sprintf("%s %v %v wrt %v", op, c.x, c.y, wrt), f, in, o)
 			}
 		}
 	}
@@ -119,7 +67,7 @@ func TestMathGradThirdOrder(t *testing.T) {
 			}
 			return g
 		}
-		in := []*tensor.Dense{mathRand(t, r, 0.4, 1.6, 2, 3), mathRand(t, r, -1, 1, 3)}
+		in := []*tensor.Dense{testutil.UniformDense(t, r, 0.4, 1.6, 2, 3), testutil.UniformDense(t, r, -1, 1, 3)}
 		if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 4}); err != nil {
 			t.Fatalf("%s third order: %v", name, err)
 		}
@@ -206,19 +154,14 @@ func tensorxSame(a tensor.Shape, b []int) bool { return tensorx.SameShape(a, b) 
 // float32 against finite differences) and absent through integer casts.
 func TestCastGrad(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	x := mathRand(t, r, -2, 2, 2, 3)
+	x := testutil.UniformDense(t, r, -2, 2, 2, 3)
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 		f := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 			c := autodiff.Cast(in[0], dt)
 			return []autodiff.Value{autodiff.Mul(c, c)}
 		}
 		o := gradcheck.Options{Seed: 1, AllowFloat32: dt == tensor.Float32}
-		if err := gradcheck.Check(f, []*tensor.Dense{x}, o); err != nil {
-			t.Fatalf("Cast to %v: %v", dt, err)
-		}
-		if err := gradcheck.CheckSecondOrder(f, []*tensor.Dense{x}, o); err != nil {
-			t.Fatalf("Cast to %v (second order): %v", dt, err)
-		}
+		checkOrders(t, fmt.Sprintf("Cast to %v", dt), f, []*tensor.Dense{x}, o)
 	}
 	// A float64 → float32 → float64 round trip passes dy through the casts.
 	tp := autodiff.NewTape()
@@ -270,7 +213,7 @@ func TestL2LossGradValues(t *testing.T) {
 // (float32 tolerances): the gradient path runs the float32 grad kernels.
 func TestMathGradFloat32(t *testing.T) {
 	for _, name := range []string{"Mul", "RealDiv", "Sqrt", "Rsqrt", "Sigmoid", "Tanh", "Exp", "Log", "Relu"} {
-		def := mathDef(t, name)
+		def := testutil.GradOp(t, name)
 		ss, err := gradcheck.OpSamples(def, 1, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -278,15 +221,7 @@ func TestMathGradFloat32(t *testing.T) {
 		for _, s := range ss {
 			in := make([]*tensor.Dense, len(s.Inputs))
 			for i, d := range s.Inputs {
-				v := d.Float64s()
-				f := make([]float32, len(v))
-				for j, x := range v {
-					f[j] = float32(x)
-				}
-				in[i], err = tensorx.New(tensorx.Shape(d), f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				in[i] = testutil.To32(t, d)
 			}
 			if err := gradcheck.Check(gradcheck.Op(name, s.Attrs), in, gradcheck.Options{Seed: 2, AllowFloat32: true}); err != nil {
 				t.Fatalf("%s float32 sample %s: %v", name, s.Name, err)

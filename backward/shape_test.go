@@ -11,6 +11,7 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -22,26 +23,7 @@ var shpOps = []string{"Reshape", "Transpose", "Fill", "Sum", "Mean", "MatMul", "
 // every sample configuration of the family (the default sweep keeps only
 // a few per op), for two generator seeds.
 func TestShapeFamilyGradients(t *testing.T) {
-	for _, op := range shpOps {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if def.GradKind() != registry.GradDefined {
-			t.Fatalf("%s: gradient state %v", op, def.GradKind())
-		}
-		for _, seed := range []int64{1, 2} {
-			samples, err := gradcheck.OpSamples(def, seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range samples {
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: seed}); err != nil {
-					t.Errorf("seed %d: %v", seed, err)
-				}
-			}
-		}
-	}
+	checkSamples(t, shpOps, []int64{1, 2}, 0, 1)
 	for _, op := range []string{"InvertPermutation", "tapegrad.ReducedShape"} {
 		def, err := registry.Lookup(op)
 		if err != nil {
@@ -51,47 +33,6 @@ func TestShapeFamilyGradients(t *testing.T) {
 			t.Fatalf("%s should be not differentiable, got %v", op, def.GradKind())
 		}
 	}
-}
-
-func shpNormal(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
-func shpTo32(d *tensor.Dense) *tensor.Dense {
-	s := d.Float64s()
-	o := make([]float32, len(s))
-	for i, v := range s {
-		o[i] = float32(v)
-	}
-	out, err := tensorx.New(d.Shape(), o)
-	if err != nil {
-		panic(err)
-	}
-	return out
-}
-
-func shpInts64(v ...int) *tensor.Dense {
-	s := make([]int64, len(v))
-	for i, x := range v {
-		s[i] = int64(x)
-	}
-	d, err := tensorx.New([]int{len(v)}, s)
-	if err != nil {
-		panic(err)
-	}
-	return d
 }
 
 // TestReduceGradAmbiguousShapes: the reduced axes cannot be told from the
@@ -117,7 +58,7 @@ func TestReduceGradAmbiguousShapes(t *testing.T) {
 			f := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 				return tp.Apply(op, forward.SumAttrs{KeepDims: c.keep}, in[0], tp.Ints(c.axes...))
 			}
-			x := []*tensor.Dense{shpNormal(r, c.shape...)}
+			x := []*tensor.Dense{testutil.RandDense(t, r, c.shape...)}
 			if err := gradcheck.Check(f, x, gradcheck.Options{Seed: 1}); err != nil {
 				t.Errorf("%s %v axes %v: %v", op, c.shape, c.axes, err)
 			}
@@ -143,13 +84,8 @@ func TestShapeGradComposite(t *testing.T) {
 		sq := tp.Apply("Mul", nil, h, h)[0]
 		return tp.Apply("Mean", forward.SumAttrs{}, sq, tp.Ints(0, 2))
 	}
-	in := []*tensor.Dense{shpNormal(r, 6, 5), shpNormal(r, 4, 5), shpNormal(r, 4)}
-	if err := gradcheck.Check(f, in, gradcheck.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
+	in := []*tensor.Dense{testutil.RandDense(t, r, 6, 5), testutil.RandDense(t, r, 4, 5), testutil.RandDense(t, r, 4)}
+	checkOrders(t, "", f, in, gradcheck.Options{Seed: 3})
 	// NCHW bias, Fill broadcast and a full Sum.
 	g := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 		x, b, v := in[0], in[1], in[2]
@@ -159,25 +95,15 @@ func TestShapeGradComposite(t *testing.T) {
 		z = tp.Apply("Mul", nil, z, z)[0]
 		return tp.Apply("Sum", nil, z, tp.Ints(0, 1, 2, 3))
 	}
-	in = []*tensor.Dense{shpNormal(r, 2, 3, 2, 2), shpNormal(r, 3), shpNormal(r)}
-	if err := gradcheck.Check(g, in, gradcheck.Options{Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(g, in, gradcheck.Options{Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
+	in = []*tensor.Dense{testutil.RandDense(t, r, 2, 3, 2, 2), testutil.RandDense(t, r, 3), testutil.RandDense(t, r)}
+	checkOrders(t, "", g, in, gradcheck.Options{Seed: 4})
 	// int64 perm and axes.
 	h := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 		y := tp.Apply("Transpose", nil, in[0], in[1])[0]
 		return tp.Apply("Sum", forward.SumAttrs{KeepDims: true}, y, in[2])
 	}
-	in = []*tensor.Dense{shpNormal(r, 2, 3, 4), shpInts64(1, 2, 0), shpInts64(1)}
-	if err := gradcheck.Check(h, in, gradcheck.Options{Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(h, in, gradcheck.Options{Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
+	in = []*tensor.Dense{testutil.RandDense(t, r, 2, 3, 4), testutil.Int64s(t, 1, 2, 0), testutil.Int64s(t, 1)}
+	checkOrders(t, "", h, in, gradcheck.Options{Seed: 5})
 }
 
 // TestShapeGradFloat32 runs the float32 kernels through the checks.
@@ -185,17 +111,17 @@ func TestShapeGradFloat32(t *testing.T) {
 	r := rand.New(rand.NewSource(33))
 	opts := gradcheck.Options{Seed: 6, AllowFloat32: true}
 	mm := gradcheck.Op("MatMul", forward.MatMulAttrs{TransposeA: true})
-	if err := gradcheck.Check(mm, []*tensor.Dense{shpTo32(shpNormal(r, 4, 3)), shpTo32(shpNormal(r, 4, 2))}, opts); err != nil {
+	if err := gradcheck.Check(mm, []*tensor.Dense{testutil.To32(t, testutil.RandDense(t, r, 4, 3)), testutil.To32(t, testutil.RandDense(t, r, 4, 2))}, opts); err != nil {
 		t.Fatal(err)
 	}
 	mean := func(tp *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
 		return tp.Apply("Mean", nil, in[0], tp.Ints(1))
 	}
-	if err := gradcheck.Check(mean, []*tensor.Dense{shpTo32(shpNormal(r, 3, 5))}, opts); err != nil {
+	if err := gradcheck.Check(mean, []*tensor.Dense{testutil.To32(t, testutil.RandDense(t, r, 3, 5))}, opts); err != nil {
 		t.Fatal(err)
 	}
 	bg := gradcheck.Op("BiasAddGrad", forward.BiasAddAttrs{DataFormat: "NCHW"})
-	if err := gradcheck.Check(bg, []*tensor.Dense{shpTo32(shpNormal(r, 2, 3, 4))}, opts); err != nil {
+	if err := gradcheck.Check(bg, []*tensor.Dense{testutil.To32(t, testutil.RandDense(t, r, 2, 3, 4))}, opts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,7 +129,7 @@ func TestShapeGradFloat32(t *testing.T) {
 // TestShapeGradValues checks a few gradients exactly.
 func TestShapeGradValues(t *testing.T) {
 	tp := autodiff.NewTape()
-	x := tp.Watch(shpNormal(rand.New(rand.NewSource(34)), 2, 3, 4))
+	x := tp.Watch(testutil.RandDense(t, rand.New(rand.NewSource(34)), 2, 3, 4))
 	// d/dx mean(x over axes 0 and 2) with upstream ones is 1/8 everywhere.
 	y := tp.Apply("Mean", nil, x, tp.Ints(0, 2))[0]
 	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})

@@ -1,6 +1,7 @@
 package backward_test
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -9,39 +10,10 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 var smOps = []string{"Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"}
-
-func smDef(t *testing.T, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
-}
-
-func smRandT(t *testing.T, r *rand.Rand, scale, shift float64, shape ...int) *tensor.Dense {
-	t.Helper()
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = shift + scale*r.NormFloat64()
-	}
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // smDistT returns a tensor whose rows (last axis) are probability
 // distributions bounded away from 0, as the dense cross entropy's
@@ -76,26 +48,7 @@ func smDistT(t *testing.T, r *rand.Rand, shape ...int) *tensor.Dense {
 // TestSoftmaxGradSamples runs every sample of the family through the first
 // and second-order checks, with several seeds.
 func TestSoftmaxGradSamples(t *testing.T) {
-	for _, name := range smOps {
-		def := smDef(t, name)
-		for seed := int64(1); seed <= 3; seed++ {
-			ss, err := gradcheck.OpSamples(def, seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ss) == 0 {
-				t.Fatalf("%s: no samples", name)
-			}
-			for _, s := range ss {
-				if s.NoSecondOrder != "" {
-					t.Fatalf("%s sample %s skips second order: %s", name, s.Name, s.NoSecondOrder)
-				}
-				if err := gradcheck.CheckSample(def, s, gradcheck.Options{Seed: seed}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	checkSamples(t, smOps, []int64{1, 2, 3}, 0, 1)
 }
 
 // TestSoftmaxXentGradPerOutput checks each output of the cross-entropy ops
@@ -104,10 +57,10 @@ func TestSoftmaxGradSamples(t *testing.T) {
 func TestSoftmaxXentGradPerOutput(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	dense := func(fs, ls []int) []*tensor.Dense {
-		return []*tensor.Dense{smRandT(t, r, 1.5, 0, fs...), smDistT(t, r, ls...)}
+		return []*tensor.Dense{testutil.RandDenseScaled(t, r, 1.5, 0, fs...), smDistT(t, r, ls...)}
 	}
 	labels, _ := tensorx.New([]int{4}, []int64{2, 0, 4, 1})
-	sparse := []*tensor.Dense{smRandT(t, r, 1.5, 0, 4, 5), labels}
+	sparse := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1.5, 0, 4, 5), labels}
 	cases := []struct {
 		op string
 		in []*tensor.Dense
@@ -126,12 +79,7 @@ func TestSoftmaxXentGradPerOutput(t *testing.T) {
 				}
 				o := gradcheck.Options{Seed: 3, Outputs: outs, Wrt: wrt}
 				f := gradcheck.Op(c.op, nil)
-				if err := gradcheck.Check(f, c.in, o); err != nil {
-					t.Fatalf("%s %v outputs %v wrt %v: %v", c.op, c.in[0].Shape(), outs, wrt, err)
-				}
-				if err := gradcheck.CheckSecondOrder(f, c.in, o); err != nil {
-					t.Fatalf("%s %v outputs %v wrt %v (second order): %v", c.op, c.in[0].Shape(), outs, wrt, err)
-				}
+				checkOrders(t, fmt.Sprintf("%s %v outputs %v wrt %v", c.op, c.in[0].Shape(), outs, wrt), f, c.in, o)
 			}
 		}
 	}
@@ -143,7 +91,7 @@ func TestSoftmaxXentGradPerOutput(t *testing.T) {
 func TestSoftmaxGradThirdOrder(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	labels, _ := tensorx.New([]int{3}, []int32{1, 0, 2})
-	in := []*tensor.Dense{smRandT(t, r, 1, 0, 3, 4), labels}
+	in := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1, 0, 3, 4), labels}
 	// f returns the first-order gradient of the summed loss, so the
 	// second-order check of f is a third-order check of the op.
 	f := func(tp *autodiff.Tape, v []autodiff.Value) []autodiff.Value {
@@ -154,12 +102,7 @@ func TestSoftmaxGradThirdOrder(t *testing.T) {
 		}
 		return g
 	}
-	if err := gradcheck.Check(f, in, gradcheck.Options{Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gradcheck.CheckSecondOrder(f, in, gradcheck.Options{Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
+	checkOrders(t, "", f, in, gradcheck.Options{Seed: 5})
 	g := func(tp *autodiff.Tape, v []autodiff.Value) []autodiff.Value {
 		y := autodiff.LogSoftmax(autodiff.Softmax(v[0]))
 		gr, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{v[0]}, []autodiff.Value{autodiff.Softmax(v[0])}, autodiff.GradOpts{CreateGraph: true})
@@ -168,7 +111,7 @@ func TestSoftmaxGradThirdOrder(t *testing.T) {
 		}
 		return gr
 	}
-	x := []*tensor.Dense{smRandT(t, r, 1, 0, 2, 5)}
+	x := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1, 0, 2, 5)}
 	if err := gradcheck.CheckSecondOrder(g, x, gradcheck.Options{Seed: 6}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,15 +125,10 @@ func TestSoftmaxGradLargeLogits(t *testing.T) {
 	r := rand.New(rand.NewSource(13))
 	for _, shift := range []float64{300, -300} {
 		for _, name := range []string{"Softmax", "LogSoftmax"} {
-			in := []*tensor.Dense{smRandT(t, r, 1, shift, 3, 4)}
-			if err := gradcheck.Check(gradcheck.Op(name, nil), in, gradcheck.Options{Seed: 1}); err != nil {
-				t.Fatalf("%s shift %v: %v", name, shift, err)
-			}
-			if err := gradcheck.CheckSecondOrder(gradcheck.Op(name, nil), in, gradcheck.Options{Seed: 1}); err != nil {
-				t.Fatalf("%s shift %v second order: %v", name, shift, err)
-			}
+			in := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1, shift, 3, 4)}
+			checkOrders(t, fmt.Sprintf("%s shift %v", name, shift), gradcheck.Op(name, nil), in, gradcheck.Options{Seed: 1})
 		}
-		in := []*tensor.Dense{smRandT(t, r, 1, shift, 3, 4), smDistT(t, r, 3, 4)}
+		in := []*tensor.Dense{testutil.RandDenseScaled(t, r, 1, shift, 3, 4), smDistT(t, r, 3, 4)}
 		if err := gradcheck.Check(gradcheck.Op("SoftmaxCrossEntropyWithLogits", nil), in, gradcheck.Options{Seed: 1}); err != nil {
 			t.Fatalf("xent shift %v: %v", shift, err)
 		}
@@ -201,27 +139,15 @@ func TestSoftmaxGradLargeLogits(t *testing.T) {
 // float32 tolerances.
 func TestSoftmaxGradFloat32(t *testing.T) {
 	r := rand.New(rand.NewSource(17))
-	to32 := func(d *tensor.Dense) *tensor.Dense {
-		v, _ := tensorx.Float64s(d)
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		o, err := tensorx.New(tensorx.Shape(d), f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
 	labels, _ := tensorx.New([]int{3}, []int32{3, 0, 1})
 	cases := []struct {
 		op string
 		in []*tensor.Dense
 	}{
-		{"Softmax", []*tensor.Dense{to32(smRandT(t, r, 1, 0, 3, 4))}},
-		{"LogSoftmax", []*tensor.Dense{to32(smRandT(t, r, 1, 0, 3, 4))}},
-		{"SoftmaxCrossEntropyWithLogits", []*tensor.Dense{to32(smRandT(t, r, 1, 0, 3, 4)), to32(smDistT(t, r, 3, 4))}},
-		{"SparseSoftmaxCrossEntropyWithLogits", []*tensor.Dense{to32(smRandT(t, r, 1, 0, 3, 4)), labels}},
+		{"Softmax", []*tensor.Dense{testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 0, 3, 4))}},
+		{"LogSoftmax", []*tensor.Dense{testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 0, 3, 4))}},
+		{"SoftmaxCrossEntropyWithLogits", []*tensor.Dense{testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 0, 3, 4)), testutil.To32(t, smDistT(t, r, 3, 4))}},
+		{"SparseSoftmaxCrossEntropyWithLogits", []*tensor.Dense{testutil.To32(t, testutil.RandDenseScaled(t, r, 1, 0, 3, 4)), labels}},
 	}
 	for _, c := range cases {
 		if err := gradcheck.Check(gradcheck.Op(c.op, nil), c.in, gradcheck.Options{Seed: 2, AllowFloat32: true}); err != nil {

@@ -1,31 +1,19 @@
 package backward_test
 
 import (
-	"flag"
 	"fmt"
 	"testing"
 
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 
 	_ "github.com/tapegrad/tapegrad/autodiff" // registers every op and gradient
 )
 
-// The -long flag enables the long gradient sweep: every configuration of
-// every op, for two generator seeds. It is defined here unless another
-// test file of the package defined it first (do the same there: look it
-// up before defining it); sweepLong reads it.
-func init() {
-	if flag.Lookup("long") == nil {
-		flag.Bool("long", false, "long tests: gradient sweep over every sample configuration and two seeds (default: at most 3 per op, one seed)")
-	}
-}
-
-// sweepLong reports whether -long was given.
-func sweepLong() bool {
-	f := flag.Lookup("long")
-	return f != nil && f.Value.String() == "true"
-}
+// With -long (testutil.Long) the sweep covers every configuration of
+// every op, for two generator seeds; by default at most quickSamples per
+// op, one seed.
 
 // quickSamples bounds the configurations per op of the default sweep.
 const quickSamples = 3
@@ -45,7 +33,7 @@ func TestRegistryComplete(t *testing.T) {
 // op without samples fails.
 func TestGradcheckSweep(t *testing.T) {
 	max, seeds := quickSamples, []int64{1}
-	if sweepLong() {
+	if testutil.Long() {
 		max, seeds = 0, []int64{1, 2}
 	}
 	for _, def := range registry.List() {

@@ -6,7 +6,6 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -46,95 +45,35 @@ func (c *convSampleCfg) name() string {
 }
 
 func (c *convSampleCfg) attrs() Conv2DAttrs {
-	l := convLayoutOf(c.format)
-	a := Conv2DAttrs{
-		Strides:    l.shape(1, c.sh, c.sw, 1),
-		Padding:    c.padding,
-		DataFormat: c.format,
-		Dilations:  l.shape(1, c.dh, c.dw, 1),
-	}
-	if c.padding == "EXPLICIT" {
-		p := make([]int, 8)
-		p[2*l.h], p[2*l.h+1], p[2*l.w], p[2*l.w+1] = c.pads[0], c.pads[1], c.pads[2], c.pads[3]
-		a.ExplicitPaddings = p
-	}
-	return a
+	s, d, p := convSampleWindow(c.format, c.padding, c.sh, c.sw, c.dh, c.dw, c.pads)
+	return Conv2DAttrs{Strides: s, Padding: c.padding, DataFormat: c.format, Dilations: d, ExplicitPaddings: p}
 }
+
+func (c *convSampleCfg) opAttrs() any { return c.attrs() }
 
 // shapes returns the input, filter and output shapes of the configuration.
 func (c *convSampleCfg) shapes() (x, f, y []int) {
+	oh, ow := convSampleOutput("conv sample "+c.name(), c.h, c.w, c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.padding, c.pads)
 	l := convLayoutOf(c.format)
-	oh, _, _, err1 := convOutputSize("sample", c.h, c.kh, c.dh, c.sh, c.padding, c.pads[0], c.pads[1])
-	ow, _, _, err2 := convOutputSize("sample", c.w, c.kw, c.dw, c.sw, c.padding, c.pads[2], c.pads[3])
-	if err1 != nil || err2 != nil {
-		panic(fmt.Sprintf("forward: bad conv sample %s", c.name()))
-	}
 	return l.shape(c.n, c.h, c.w, c.c), []int{c.kh, c.kw, c.cf, c.o}, l.shape(c.n, oh, ow, c.o)
 }
 
-// convNormal returns a float64 tensor of N(0, 1) values.
-func convNormal(r *rand.Rand, shape []int) *tensor.Dense {
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		panic("forward: bad sample shape: " + err.Error())
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return convMust(tensorx.New(shape, v))
-}
-
-// convInts returns an int32 vector tensor.
-func convInts(v ...int) *tensor.Dense {
-	s := make([]int32, len(v))
-	for i, x := range v {
-		s[i] = int32(x)
-	}
-	return convMust(tensorx.New([]int{len(v)}, s))
-}
-
-func convMust(d *tensor.Dense, err error) *tensor.Dense {
-	if err != nil {
-		panic("forward: conv sample: " + err.Error())
-	}
-	return d
-}
-
 func conv2DSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(convSampleCfgs))
-	for i := range convSampleCfgs {
-		c := &convSampleCfgs[i]
-		xs, fs, _ := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{convNormal(r, xs), convNormal(r, fs)}})
-	}
-	return out
+	return convSamples(r, convSampleCfgs, convSampleForward, nil)
 }
 
 func conv2DBackpropInputSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(convSampleCfgs)+1)
-	for i := range convSampleCfgs {
-		c := &convSampleCfgs[i]
-		xs, fs, ys := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{convInts(xs...), convNormal(r, fs), convNormal(r, ys)}})
-		if c.c == c.cf && i == 1 {
-			// The 2-value [H, W] form of input_sizes.
-			out = append(out, registry.Sample{Name: c.name() + "-hw", Attrs: c.attrs(),
-				Inputs: []*tensor.Dense{convInts(c.h, c.w), convNormal(r, fs), convNormal(r, ys)}})
+	return convSamples(r, convSampleCfgs, convSampleBackpropInput, func(i int, c *convSampleCfg) []registry.Sample {
+		if c.c != c.cf || i != 1 {
+			return nil
 		}
-	}
-	return out
+		// The 2-value [H, W] form of input_sizes.
+		_, fs, ys := c.shapes()
+		return []registry.Sample{{Name: c.name() + "-hw", Attrs: c.attrs(),
+			Inputs: []*tensor.Dense{sampleInt32s(c.h, c.w), sampleNormal(r, fs), sampleNormal(r, ys)}}}
+	})
 }
 
 func conv2DBackpropFilterSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(convSampleCfgs))
-	for i := range convSampleCfgs {
-		c := &convSampleCfgs[i]
-		xs, fs, ys := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{convNormal(r, xs), convInts(fs...), convNormal(r, ys)}})
-	}
-	return out
+	return convSamples(r, convSampleCfgs, convSampleBackpropFilter, nil)
 }

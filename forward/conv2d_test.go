@@ -2,7 +2,6 @@ package forward
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand"
@@ -12,147 +11,9 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-// convLong enables the full Conv2D attr grid: go test ./forward -run Conv2D -long
-var convLong *bool
-
-func init() {
-	// Another test file of the package may define -long too; share it.
-	if flag.Lookup("long") == nil {
-		convLong = flag.Bool("long", false, "run the long test grids")
-	}
-}
-
-func convLongMode() bool {
-	f := flag.Lookup("long")
-	return f != nil && f.Value.String() == "true"
-}
-
-// convPoisonAlloc hands out NaN-filled buffers unless zeroed ones are asked
-// for, so a kernel that leaves an output element unwritten (or reads
-// uninitialised scratch) fails the comparison. It counts live scratch.
-type convPoisonAlloc struct{ allocs, releases int }
-
-func (a *convPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	a.allocs++
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		s := d.Float32s()
-		for i := range s {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		s := d.Float64s()
-		for i := range s {
-			s[i] = math.NaN()
-		}
-	}
-	return d, nil
-}
-
-func (a *convPoisonAlloc) Release(*tensor.Dense) { a.releases++ }
-
-// convRun runs a registered op with normalised attrs.
-func convRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: &convPoisonAlloc{}, Threads: threads}, attrs, in)
-}
-
-// convTensor makes a tensor of dtype dt from float64 values (rounded for
-// float32).
-func convTensor(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	var d *tensor.Dense
-	var err error
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		d, err = tensorx.New(shape, f)
-	} else {
-		d, err = tensorx.New(shape, append([]float64(nil), v...))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func convIntTensor(t testing.TB, v ...int) *tensor.Dense {
-	t.Helper()
-	s := make([]int32, len(v))
-	for i, x := range v {
-		s[i] = int32(x)
-	}
-	d, err := tensorx.New([]int{len(v)}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func convValues(t testing.TB, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// convRound returns v rounded as dt would store it.
-func convRound(dt tensor.Dtype, v []float64) []float64 {
-	out := append([]float64(nil), v...)
-	if dt == tensor.Float32 {
-		for i, x := range out {
-			out[i] = float64(float32(x))
-		}
-	}
-	return out
-}
-
-func convAbs(v []float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = math.Abs(x)
-	}
-	return out
-}
-
-func convRandom(r *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return v
-}
-
-// convCompare checks got against want elementwise with a tolerance
-// relative to bound (the sum of the absolute values of the terms).
-func convCompare(t testing.TB, what string, got *tensor.Dense, wantShape []int, want, bound []float64, rel float64) {
-	t.Helper()
-	if !tensorx.SameShape(got.Shape(), wantShape) {
-		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), wantShape)
-	}
-	g := convValues(t, got)
-	for i := range want {
-		tol := rel*bound[i] + 1e-300
-		if d := math.Abs(g[i] - want[i]); !(d <= tol) {
-			t.Fatalf("%s: element %d = %v, want %v (|diff| %g > tol %g)", what, i, g[i], want[i], d, tol)
-		}
-	}
-}
 
 // convAttrsFor returns attrs in the layout of g.
 func convAttrsFor(g *naiveConv, padding string, pads [4]int) Conv2DAttrs {
@@ -227,81 +88,12 @@ func convGrid(long bool) []convGridCase {
 // with 1 and 3 threads, against the naive reference.
 func convCheckCase(t *testing.T, c *convGridCase, seed int64) {
 	t.Helper()
-	g := &c.g
-	r := rand.New(rand.NewSource(seed))
-	attrs := convAttrsFor(g, c.padding, c.pads)
-	xs, fs := g.xShape(), g.fShape()
-	x := convRandom(r, g.n*g.h*g.w*g.c)
-	f := convRandom(r, g.kh*g.kw*g.cf*g.o)
-	if !c.ok {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			_, err := convRun(t, "Conv2D", attrs, 1, convTensor(t, dt, xs, x), convTensor(t, dt, fs, f))
-			if err == nil || !strings.Contains(err.Error(), "Computed output size would be negative") {
-				t.Fatalf("%v: want a negative-output-size error, got %v", c, err)
-			}
-		}
-		return
-	}
-	ys := g.yShape()
-	dy := convRandom(r, g.n*g.oh*g.ow*g.o)
-	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-		rel := 1e-13
-		if dt == tensor.Float32 {
-			rel = 3e-6
-		}
-		xr, fr, dyr := convRound(dt, x), convRound(dt, f), convRound(dt, dy)
-		xa, fa, dya := convAbs(xr), convAbs(fr), convAbs(dyr)
-		wantY, boundY := g.forward(xr, fr), g.forward(xa, fa)
-		wantDx, boundDx := g.backpropInput(fr, dyr), g.backpropInput(fa, dya)
-		wantDf, boundDf := g.backpropFilter(xr, dyr), g.backpropFilter(xa, dya)
-		var first [3]*tensor.Dense
-		for _, threads := range []int{1, 3} {
-			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			out, err := convRun(t, "Conv2D", attrs, threads, convTensor(t, dt, xs, x), convTensor(t, dt, fs, f))
-			if err != nil {
-				t.Fatalf("%s: Conv2D: %v", name, err)
-			}
-			convCompare(t, name+"/Conv2D", out[0], ys, wantY, boundY, rel)
-			dx, err := convRun(t, "Conv2DBackpropInput", attrs, threads, convIntTensor(t, xs...), convTensor(t, dt, fs, f), convTensor(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: Conv2DBackpropInput: %v", name, err)
-			}
-			convCompare(t, name+"/Conv2DBackpropInput", dx[0], xs, wantDx, boundDx, rel)
-			df, err := convRun(t, "Conv2DBackpropFilter", attrs, threads, convTensor(t, dt, xs, x), convIntTensor(t, fs...), convTensor(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: Conv2DBackpropFilter: %v", name, err)
-			}
-			convCompare(t, name+"/Conv2DBackpropFilter", df[0], fs, wantDf, boundDf, rel)
-			res := [3]*tensor.Dense{out[0], dx[0], df[0]}
-			if threads == 1 {
-				first = res
-				continue
-			}
-			for i := range res {
-				if !convBitEqual(t, first[i], res[i]) {
-					t.Fatalf("%s: op %d differs between 1 and %d threads", name, i, threads)
-				}
-			}
-		}
-	}
-}
-
-func convBitEqual(t testing.TB, a, b *tensor.Dense) bool {
-	t.Helper()
-	av, bv := convValues(t, a), convValues(t, b)
-	if len(av) != len(bv) {
-		return false
-	}
-	for i := range av {
-		if math.Float64bits(av[i]) != math.Float64bits(bv[i]) {
-			return false
-		}
-	}
-	return true
+	ops := [3]string{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
+	convCheckRef(t, c, ops, &c.g, c.ok, convAttrsFor(&c.g, c.padding, c.pads), seed)
 }
 
 func TestConv2DGrid(t *testing.T) {
-	cases := convGrid(convLongMode())
+	cases := convGrid(testutil.Long())
 	if len(cases) < 100 {
 		t.Fatalf("grid has only %d cases", len(cases))
 	}
@@ -369,11 +161,11 @@ func TestConv2DSamples(t *testing.T) {
 			t.Fatalf("%s: %d samples", op, len(samples))
 		}
 		for _, s := range samples {
-			out, err := registry.Run(def, &registry.KernelCtx{Alloc: &convPoisonAlloc{}}, s.Attrs, s.Inputs)
+			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
-			for _, v := range convValues(t, out[0]) {
+			for _, v := range testutil.Float64s(t, out[0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -385,18 +177,6 @@ func TestConv2DSamples(t *testing.T) {
 // ---------------------------------------------------------------------
 // Spec test vectors (spec/conv2d.md §7): arange inputs, NHWC, run as given
 // and converted to NCHW, in float64 and float32.
-
-func convArange(shape []int) []float64 {
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(i + 1)
-	}
-	return v
-}
 
 // convNHWCToNCHW transposes values of NHWC shape s.
 func convNHWCToNCHW(v []float64, s []int) ([]float64, []int) {
@@ -494,48 +274,40 @@ func TestConv2DSpecVectors(t *testing.T) {
 				name := fmt.Sprintf("%s/nchw=%v/%v", v.id, nchw, dt)
 				// image makes an NHWC arange tensor, transposed for NCHW.
 				image := func(s []int) *tensor.Dense {
-					vals := convArange(s)
+					vals := testutil.Arange(testutil.Numel(s))
 					if nchw {
 						vals, s = convNHWCToNCHW(vals, s)
 					}
-					return convTensor(t, dt, s, vals)
+					return testutil.Dense(t, dt, s, vals)
 				}
 				var in []*tensor.Dense
 				switch v.op {
 				case "Conv2D":
-					in = []*tensor.Dense{image(v.x), convTensor(t, dt, v.f, convArange(v.f))}
+					in = []*tensor.Dense{image(v.x), testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f)))}
 				case "Conv2DBackpropInput":
 					sizes := v.sizes
 					if nchw && len(sizes) == 4 {
 						sizes = []int{sizes[0], sizes[3], sizes[1], sizes[2]}
 					}
-					in = []*tensor.Dense{convIntTensor(t, sizes...), convTensor(t, dt, v.f, convArange(v.f)), image(v.dy)}
+					in = []*tensor.Dense{testutil.Ints(t, sizes...), testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f))), image(v.dy)}
 				default:
-					in = []*tensor.Dense{image(v.x), convIntTensor(t, v.sizes...), image(v.dy)}
+					in = []*tensor.Dense{image(v.x), testutil.Ints(t, v.sizes...), image(v.dy)}
 				}
-				out, err := convRun(t, v.op, v.attrs(nchw), 2, in...)
+				out, err := testutil.Run(t, v.op, v.attrs(nchw), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				want, shape := v.want, v.outShape
 				if want == nil {
-					want = make([]float64, convNumelOf(shape))
+					want = make([]float64, testutil.Numel(shape))
 				}
 				if nchw && v.op != "Conv2DBackpropFilter" {
 					want, shape = convNHWCToNCHW(want, shape)
 				}
-				convCompare(t, name, out[0], shape, want, make([]float64, len(want)), 0)
+				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}
 		}
 	}
-}
-
-func convNumelOf(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
 }
 
 // ---------------------------------------------------------------------
@@ -565,12 +337,12 @@ func TestConv2DAttrs(t *testing.T) {
 		t.Fatalf("attrs not parsed: %+v", ca)
 	}
 	// use_cudnn_on_gpu has no effect on the result.
-	x := convTensor(t, tensor.Float64, []int{1, 3, 3, 1}, convArange([]int{1, 3, 3, 1}))
-	f := convTensor(t, tensor.Float64, []int{2, 2, 1, 1}, convArange([]int{2, 2, 1, 1}))
+	x := testutil.Dense(t, tensor.Float64, []int{1, 3, 3, 1}, testutil.Arange(testutil.Numel([]int{1, 3, 3, 1})))
+	f := testutil.Dense(t, tensor.Float64, []int{2, 2, 1, 1}, testutil.Arange(testutil.Numel([]int{2, 2, 1, 1})))
 	no := false
-	r1, err1 := convRun(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", UseCudnnOnGPU: &no}, 1, x, f)
-	r2, err2 := convRun(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}, 1, x, f)
-	if err1 != nil || err2 != nil || !convBitEqual(t, r1[0], r2[0]) {
+	r1, err1 := testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", UseCudnnOnGPU: &no}, 1, x, f)
+	r2, err2 := testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}, 1, x, f)
+	if err1 != nil || err2 != nil || !testutil.BitEqual(t, r1[0], r2[0]) {
 		t.Fatalf("use_cudnn_on_gpu changed the result: %v %v", err1, err2)
 	}
 }
@@ -587,16 +359,16 @@ type convErrCase struct {
 func TestConv2DErrors(t *testing.T) {
 	f64 := func(shape ...int) func(t *testing.T) *tensor.Dense {
 		return func(t *testing.T) *tensor.Dense {
-			return convTensor(t, tensor.Float64, shape, make([]float64, convNumelOf(shape)))
+			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
 		}
 	}
 	f32 := func(shape ...int) func(t *testing.T) *tensor.Dense {
 		return func(t *testing.T) *tensor.Dense {
-			return convTensor(t, tensor.Float32, shape, make([]float64, convNumelOf(shape)))
+			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
 		}
 	}
 	ints := func(v ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense { return convIntTensor(t, v...) }
+		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
 	}
 	int64s := func(v ...int64) func(t *testing.T) *tensor.Dense {
 		return func(t *testing.T) *tensor.Dense {
@@ -704,22 +476,8 @@ func TestConv2DErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			out, err := convRun(t, c.op, c.attrs, 2, c.in(t)...)
-			if err == nil {
-				t.Fatalf("no error; output shape %v", out[0].Shape())
-			}
-			if !errors.Is(err, c.kind) {
-				t.Fatalf("error %q does not wrap %v", err, c.kind)
-			}
-			if errors.Is(err, registry.ErrInternal) {
-				t.Fatalf("internal error (a panic?): %v", err)
-			}
-			if !strings.Contains(err.Error(), c.substr) {
-				t.Fatalf("error %q lacks %q", err, c.substr)
-			}
-			if !strings.Contains(err.Error(), c.op) {
-				t.Fatalf("error %q does not name %s", err, c.op)
-			}
+			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
 }
@@ -729,34 +487,34 @@ func TestConv2DErrors(t *testing.T) {
 func TestConv2DEmpty(t *testing.T) {
 	v := Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
 	f64 := func(shape ...int) *tensor.Dense {
-		return convTensor(t, tensor.Float64, shape, convArange(shape))
+		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
 	}
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		convCompare(t, name, out[0], shape, make([]float64, convNumelOf(shape)), make([]float64, convNumelOf(shape)), 0)
+		testutil.CloseBound(t, name, out[0], shape, make([]float64, testutil.Numel(shape)), make([]float64, testutil.Numel(shape)), 0)
 	}
 	// Zero output channels: empty output, even with an empty filter.
-	out, err := convRun(t, "Conv2D", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
+	out, err := testutil.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
 	check("conv-o0", out, err, []int{1, 2, 2, 0})
 	// Empty input depth with a non-empty output: zeros.
-	out, err = convRun(t, "Conv2D", v, 1, f64(1, 3, 3, 0), f64(2, 2, 1, 2))
+	out, err = testutil.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 0), f64(2, 2, 1, 2))
 	check("conv-c0", out, err, []int{1, 2, 2, 2})
 	// VALID with the input shorter than the filter truncates to an empty axis.
-	out, err = convRun(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
+	out, err = testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("conv-degenerate", out, err, []int{1, 2, 0, 1})
 	// Backprop filter with an empty out_backprop (and non-empty input): zeros.
-	out, err = convRun(t, "Conv2DBackpropFilter", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
-		f64(1, 2, 1, 1), convIntTensor(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
+	out, err = testutil.Run(t, "Conv2DBackpropFilter", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
 	// Backprop filter of an empty filter shape (also one with Cf = 0):
 	// empty, before any other shape check (TensorFlow's kernel order).
-	out, err = convRun(t, "Conv2DBackpropFilter", v, 1, f64(1, 5, 5, 2), convIntTensor(t, 2, 2, 0, 3), f64(1, 4, 4, 3))
+	out, err = testutil.Run(t, "Conv2DBackpropFilter", v, 1, f64(1, 5, 5, 2), testutil.Ints(t, 2, 2, 0, 3), f64(1, 4, 4, 3))
 	check("bf-cf0", out, err, []int{2, 2, 0, 3})
 	// Backprop input with an empty filter (KW = 0) and non-empty dy: zeros.
-	out, err = convRun(t, "Conv2DBackpropInput", v, 1, convIntTensor(t, 1, 2, 2, 1), f64(1, 0, 1, 1), f64(1, 2, 3, 1))
+	out, err = testutil.Run(t, "Conv2DBackpropInput", v, 1, testutil.Ints(t, 1, 2, 2, 1), f64(1, 0, 1, 1), f64(1, 2, 3, 1))
 	check("bi-empty-filter", out, err, []int{1, 2, 2, 1})
 }
 
@@ -794,7 +552,7 @@ func TestConv2DPlanChunks(t *testing.T) {
 func TestConv2DRandomized(t *testing.T) {
 	r := rand.New(rand.NewSource(99))
 	iters := 3000
-	if convLongMode() {
+	if testutil.Long() {
 		iters = 50000
 	}
 	pick := func(v ...int) int { return v[r.Intn(len(v))] }
@@ -887,7 +645,7 @@ func TestConv2DRandomized(t *testing.T) {
 		}
 		dt := []tensor.Dtype{tensor.Float64, tensor.Float32}[r.Intn(2)]
 		mk := func(s []int) *tensor.Dense {
-			return convTensor(t, dt, s, convRandom(r, convNumelOf(s)))
+			return testutil.Dense(t, dt, s, testutil.Normal(r, testutil.Numel(s)))
 		}
 		var op string
 		var in []*tensor.Dense
@@ -903,7 +661,7 @@ func TestConv2DRandomized(t *testing.T) {
 			if r.Intn(10) == 0 {
 				sizes = list(pick(1, 3, 4), -1, 0, 2)
 			}
-			op, in, want = "Conv2DBackpropInput", []*tensor.Dense{convIntTensor(t, sizes...), mk(fs), mk(dys)}, sizes
+			op, in, want = "Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, sizes...), mk(fs), mk(dys)}, sizes
 			if len(sizes) == 2 && len(dys) == 4 && len(fs) == 4 {
 				want = l.shape(dys[l.n], sizes[0], sizes[1], fs[2])
 			}
@@ -912,9 +670,9 @@ func TestConv2DRandomized(t *testing.T) {
 			if r.Intn(10) == 0 {
 				sizes = list(pick(3, 4, 5), -1, 0, 2)
 			}
-			op, in, want = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), convIntTensor(t, sizes...), mk(dys)}, sizes
+			op, in, want = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, sizes...), mk(dys)}, sizes
 		}
-		out, err := convRun(t, op, a, 1+it%3, in...)
+		out, err := testutil.Run(t, op, a, 1+it%3, in...)
 		name := fmt.Sprintf("#%d %s %+v %v", it, op, a, []any{xs, fs, dys})
 		if err != nil {
 			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
@@ -922,7 +680,7 @@ func TestConv2DRandomized(t *testing.T) {
 			}
 			continue
 		}
-		got := convValues(t, out[0])
+		got := testutil.Float64s(t, out[0])
 		for _, v := range got {
 			if math.IsNaN(v) {
 				t.Fatalf("%s: unwritten (NaN) output element", name)
@@ -940,16 +698,16 @@ func TestConv2DRandomized(t *testing.T) {
 				t.Fatalf("%s: succeeded on an invalid convolution", name)
 			}
 			ys := g.yShape()
-			if tensorx.Len(in[0]) == 0 || convNumelOf(ys) == 0 {
-				convCompare(t, name, out[0], ys, zeros, zeros, 0)
+			if tensorx.Len(in[0]) == 0 || testutil.Numel(ys) == 0 {
+				testutil.CloseBound(t, name, out[0], ys, zeros, zeros, 0)
 				break
 			}
 			okCount[op]++
-			xv, fv := convValues(t, in[0]), convValues(t, in[1])
-			convCompare(t, name, out[0], ys, g.forward(xv, fv), g.forward(convAbs(xv), convAbs(fv)), rel)
+			xv, fv := testutil.Float64s(t, in[0]), testutil.Float64s(t, in[1])
+			testutil.CloseBound(t, name, out[0], ys, g.forward(xv, fv), g.forward(testutil.Abs(xv), testutil.Abs(fv)), rel)
 		case "Conv2DBackpropInput":
 			if len(got) == 0 || tensorx.Len(in[2]) == 0 {
-				convCompare(t, name, out[0], want, zeros, zeros, 0)
+				testutil.CloseBound(t, name, out[0], want, zeros, zeros, 0)
 				break
 			}
 			g, ok := naive(want)
@@ -957,11 +715,11 @@ func TestConv2DRandomized(t *testing.T) {
 				t.Fatalf("%s: succeeded on inconsistent shapes", name)
 			}
 			okCount[op]++
-			fv, dyv := convValues(t, in[1]), convValues(t, in[2])
-			convCompare(t, name, out[0], want, g.backpropInput(fv, dyv), g.backpropInput(convAbs(fv), convAbs(dyv)), rel)
+			fv, dyv := testutil.Float64s(t, in[1]), testutil.Float64s(t, in[2])
+			testutil.CloseBound(t, name, out[0], want, g.backpropInput(fv, dyv), g.backpropInput(testutil.Abs(fv), testutil.Abs(dyv)), rel)
 		default:
 			if len(got) == 0 || tensorx.Len(in[0]) == 0 {
-				convCompare(t, name, out[0], want, zeros, zeros, 0)
+				testutil.CloseBound(t, name, out[0], want, zeros, zeros, 0)
 				break
 			}
 			g, ok := naive(xs)
@@ -969,8 +727,8 @@ func TestConv2DRandomized(t *testing.T) {
 				t.Fatalf("%s: succeeded on inconsistent shapes", name)
 			}
 			okCount[op]++
-			xv, dyv := convValues(t, in[0]), convValues(t, in[2])
-			convCompare(t, name, out[0], want, g.backpropFilter(xv, dyv), g.backpropFilter(convAbs(xv), convAbs(dyv)), rel)
+			xv, dyv := testutil.Float64s(t, in[0]), testutil.Float64s(t, in[2])
+			testutil.CloseBound(t, name, out[0], want, g.backpropFilter(xv, dyv), g.backpropFilter(testutil.Abs(xv), testutil.Abs(dyv)), rel)
 		}
 	}
 	t.Logf("successful calls: %v of %d", okCount, iters)
@@ -995,12 +753,12 @@ func TestConv2DBackpropFilterFloat32Accuracy(t *testing.T) {
 		dyv[i] = float64(float32(0.5 + r.Float64()))
 	}
 	a := Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	out, err := convRun(t, "Conv2DBackpropFilter", a, 2, convTensor(t, tensor.Float32, []int{n, h, w, 1}, xv),
-		convIntTensor(t, 1, 1, 1, 2), convTensor(t, tensor.Float32, []int{n, h, w, 2}, dyv))
+	out, err := testutil.Run(t, "Conv2DBackpropFilter", a, 2, testutil.Dense(t, tensor.Float32, []int{n, h, w, 1}, xv),
+		testutil.Ints(t, 1, 1, 1, 2), testutil.Dense(t, tensor.Float32, []int{n, h, w, 2}, dyv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := convValues(t, out[0])
+	got := testutil.Float64s(t, out[0])
 	for o := 0; o < 2; o++ {
 		var want float64
 		for i, x := range xv {
@@ -1040,7 +798,7 @@ func FuzzConv2D(f *testing.F) {
 		fs := []int{abs(4), abs(5), abs(6), abs(7)}
 		r := rand.New(rand.NewSource(int64(len(b))))
 		mk := func(s []int) *tensor.Dense {
-			return convTensor(t, tensor.Float64, s, convRandom(r, convNumelOf(s)))
+			return testutil.Dense(t, tensor.Float64, s, testutil.Normal(r, testutil.Numel(s)))
 		}
 		var op string
 		var in []*tensor.Dense
@@ -1052,19 +810,19 @@ func FuzzConv2D(f *testing.F) {
 			if len(b) > 16 {
 				dys[l.h] = int(b[16]) % 7
 			}
-			op, in = "Conv2DBackpropInput", []*tensor.Dense{convIntTensor(t, xs...), mk(fs), mk(dys)}
+			op, in = "Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), mk(fs), mk(dys)}
 		default:
 			dys := l.shape(abs(0), abs(12), abs(13), abs(7))
-			op, in = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), convIntTensor(t, fs...), mk(dys)}
+			op, in = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, fs...), mk(dys)}
 		}
-		out, err := convRun(t, op, a, 1+int(mode>>7), in...)
+		out, err := testutil.Run(t, op, a, 1+int(mode>>7), in...)
 		if err != nil {
 			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
 				t.Fatalf("%s %+v %v: %v", op, a, in, err)
 			}
 			return
 		}
-		for _, x := range convValues(t, out[0]) {
+		for _, x := range testutil.Float64s(t, out[0]) {
 			if math.IsNaN(x) {
 				t.Fatalf("%s %+v: unwritten output element", op, a)
 			}

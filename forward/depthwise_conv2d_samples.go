@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 
-	"gorgonia.org/tensor"
-
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -43,90 +40,27 @@ func (c *dwSampleCfg) name() string {
 }
 
 func (c *dwSampleCfg) attrs() DepthwiseConv2dAttrs {
-	l := convLayoutOf(c.format)
-	a := DepthwiseConv2dAttrs{
-		Strides:    l.shape(1, c.sh, c.sw, 1),
-		Padding:    c.padding,
-		DataFormat: c.format,
-		Dilations:  l.shape(1, c.dh, c.dw, 1),
-	}
-	if c.padding == "EXPLICIT" {
-		p := make([]int, 8)
-		p[2*l.h], p[2*l.h+1], p[2*l.w], p[2*l.w+1] = c.pads[0], c.pads[1], c.pads[2], c.pads[3]
-		a.ExplicitPaddings = p
-	}
-	return a
+	s, d, p := convSampleWindow(c.format, c.padding, c.sh, c.sw, c.dh, c.dw, c.pads)
+	return DepthwiseConv2dAttrs{Strides: s, Padding: c.padding, DataFormat: c.format, Dilations: d, ExplicitPaddings: p}
 }
+
+func (c *dwSampleCfg) opAttrs() any { return c.attrs() }
 
 // shapes returns the input, filter and output shapes of the configuration.
 func (c *dwSampleCfg) shapes() (x, f, y []int) {
+	oh, ow := convSampleOutput("depthwise sample "+c.name(), c.h, c.w, c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.padding, c.pads)
 	l := convLayoutOf(c.format)
-	oh, _, _, err1 := convOutputSize("sample", c.h, c.kh, c.dh, c.sh, c.padding, c.pads[0], c.pads[1])
-	ow, _, _, err2 := convOutputSize("sample", c.w, c.kw, c.dw, c.sw, c.padding, c.pads[2], c.pads[3])
-	if err1 != nil || err2 != nil {
-		panic(fmt.Sprintf("forward: bad depthwise sample %s", c.name()))
-	}
 	return l.shape(c.n, c.h, c.w, c.c), []int{c.kh, c.kw, c.c, c.m}, l.shape(c.n, oh, ow, c.c*c.m)
 }
 
-// dwNormal returns a float64 tensor of N(0, 1) values.
-func dwNormal(r *rand.Rand, shape []int) *tensor.Dense {
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		panic("forward: bad sample shape: " + err.Error())
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return dwMust(tensorx.New(shape, v))
-}
-
-// dwInts returns an int32 vector tensor.
-func dwInts(v ...int) *tensor.Dense {
-	s := make([]int32, len(v))
-	for i, x := range v {
-		s[i] = int32(x)
-	}
-	return dwMust(tensorx.New([]int{len(v)}, s))
-}
-
-func dwMust(d *tensor.Dense, err error) *tensor.Dense {
-	if err != nil {
-		panic("forward: depthwise sample: " + err.Error())
-	}
-	return d
-}
-
 func depthwiseConv2dSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(dwSampleCfgs))
-	for i := range dwSampleCfgs {
-		c := &dwSampleCfgs[i]
-		xs, fs, _ := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{dwNormal(r, xs), dwNormal(r, fs)}})
-	}
-	return out
+	return convSamples(r, dwSampleCfgs, convSampleForward, nil)
 }
 
 func depthwiseConv2dBackpropInputSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(dwSampleCfgs))
-	for i := range dwSampleCfgs {
-		c := &dwSampleCfgs[i]
-		xs, fs, ys := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{dwInts(xs...), dwNormal(r, fs), dwNormal(r, ys)}})
-	}
-	return out
+	return convSamples(r, dwSampleCfgs, convSampleBackpropInput, nil)
 }
 
 func depthwiseConv2dBackpropFilterSamples(r *rand.Rand) []registry.Sample {
-	out := make([]registry.Sample, 0, len(dwSampleCfgs))
-	for i := range dwSampleCfgs {
-		c := &dwSampleCfgs[i]
-		xs, fs, ys := c.shapes()
-		out = append(out, registry.Sample{Name: c.name(), Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{dwNormal(r, xs), dwInts(fs...), dwNormal(r, ys)}})
-	}
-	return out
+	return convSamples(r, dwSampleCfgs, convSampleBackpropFilter, nil)
 }

@@ -2,38 +2,25 @@ package forward
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-func init() {
-	// Another test file of the package may define -long too; share it.
-	if flag.Lookup("long") == nil {
-		flag.Bool("long", false, "run the long test grids")
-	}
-}
-
-// dwLongMode reports whether -long was given.
-func dwLongMode() bool {
-	f := flag.Lookup("long")
-	return f != nil && f.Value.String() == "true"
-}
 
 // ---------------------------------------------------------------------
 // A float64 reference written directly from spec/depthwise_conv2d.md
 // §2–§3 and the padding table of spec/README.md, with dilations applied as
-// in Conv2D (spec §6). It shares no code with the kernels.
+// in Conv2D (spec §6). It shares no code with the kernels; output sizes
+// and paddings come from naiveAxis (conv2d_naive_test.go), the same table.
 
 type dwNaive struct {
 	nchw           bool
@@ -44,32 +31,11 @@ type dwNaive struct {
 	oh, ow         int
 }
 
-// dwNaiveAxis returns the output length and the padding before of one
-// axis; ok is false when the output length is negative.
-func dwNaiveAxis(in, k, s, d int, padding string, p0, p1 int) (out, before int, ok bool) {
-	e := (k-1)*d + 1
-	switch padding {
-	case "VALID":
-		out = (in - e + s) / s
-	case "SAME":
-		out = (in + s - 1) / s
-		t := (out-1)*s + e - in
-		if t < 0 {
-			t = 0
-		}
-		before = t / 2
-	case "EXPLICIT":
-		out = (in + p0 + p1 - e + s) / s
-		before = p0
-	}
-	return out, before, out >= 0
-}
-
 func newDwNaive(nchw bool, n, h, w, c, m, kh, kw, sh, sw, dh, dw int, padding string, pads [4]int) (dwNaive, bool) {
 	g := dwNaive{nchw: nchw, n: n, h: h, w: w, c: c, m: m, kh: kh, kw: kw, sh: sh, sw: sw, dh: dh, dw: dw}
 	var ok1, ok2 bool
-	g.oh, g.pt, ok1 = dwNaiveAxis(h, kh, sh, dh, padding, pads[0], pads[1])
-	g.ow, g.pl, ok2 = dwNaiveAxis(w, kw, sw, dw, padding, pads[2], pads[3])
+	g.oh, g.pt, _, ok1 = naiveAxis(h, kh, sh, dh, padding, pads[0], pads[1])
+	g.ow, g.pl, _, ok2 = naiveAxis(w, kw, sw, dw, padding, pads[2], pads[3])
 	return g, ok1 && ok2
 }
 
@@ -137,148 +103,6 @@ func (g *dwNaive) backpropFilter(x, dy []float64) []float64 {
 
 // ---------------------------------------------------------------------
 // Test helpers.
-
-// dwPoisonAlloc hands out NaN-filled buffers unless zeroed ones are asked
-// for, so a kernel that leaves an output element unwritten (or reads
-// uninitialised scratch) fails the comparison.
-type dwPoisonAlloc struct{}
-
-func (dwPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		s := d.Float32s()
-		for i := range s {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		s := d.Float64s()
-		for i := range s {
-			s[i] = math.NaN()
-		}
-	}
-	return d, nil
-}
-
-func (dwPoisonAlloc) Release(*tensor.Dense) {}
-
-func dwRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: dwPoisonAlloc{}, Threads: threads}, attrs, in)
-}
-
-// dwTensor makes a tensor of dtype dt from float64 values.
-func dwTensor(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	var d *tensor.Dense
-	var err error
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		d, err = tensorx.New(shape, f)
-	} else {
-		d, err = tensorx.New(shape, append([]float64(nil), v...))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func dwIntTensor(t testing.TB, v ...int) *tensor.Dense {
-	t.Helper()
-	s := make([]int32, len(v))
-	for i, x := range v {
-		s[i] = int32(x)
-	}
-	d, err := tensorx.New([]int{len(v)}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func dwValues(t testing.TB, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func dwRandom(r *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return v
-}
-
-func dwRound(dt tensor.Dtype, v []float64) []float64 {
-	out := append([]float64(nil), v...)
-	if dt == tensor.Float32 {
-		for i, x := range out {
-			out[i] = float64(float32(x))
-		}
-	}
-	return out
-}
-
-func dwAbs(v []float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = math.Abs(x)
-	}
-	return out
-}
-
-func dwNumel(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
-}
-
-// dwCompare checks got against want elementwise with a tolerance relative
-// to bound (the sum of the absolute values of the terms).
-func dwCompare(t testing.TB, what string, got *tensor.Dense, wantShape []int, want, bound []float64, rel float64) {
-	t.Helper()
-	if !tensorx.SameShape(got.Shape(), wantShape) {
-		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), wantShape)
-	}
-	g := dwValues(t, got)
-	for i := range want {
-		tol := rel*bound[i] + 1e-300
-		if d := math.Abs(g[i] - want[i]); !(d <= tol) {
-			t.Fatalf("%s: element %d = %v, want %v (|diff| %g > tol %g)", what, i, g[i], want[i], d, tol)
-		}
-	}
-}
-
-func dwBitEqual(t testing.TB, a, b *tensor.Dense) bool {
-	t.Helper()
-	av, bv := dwValues(t, a), dwValues(t, b)
-	if len(av) != len(bv) {
-		return false
-	}
-	for i := range av {
-		if math.Float64bits(av[i]) != math.Float64bits(bv[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 func dwAttrsFor(g *dwNaive, padding string, pads [4]int) DepthwiseConv2dAttrs {
 	format := "NHWC"
@@ -362,67 +186,12 @@ func dwGrid(long bool) []dwGridCase {
 // bit-identical across thread counts.
 func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
 	t.Helper()
-	g := &c.g
-	r := rand.New(rand.NewSource(seed))
-	attrs := dwAttrsFor(g, c.padding, c.pads)
-	xs, fs := g.xShape(), g.fShape()
-	x := dwRandom(r, dwNumel(xs))
-	f := dwRandom(r, dwNumel(fs))
-	if !c.ok {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			_, err := dwRun(t, "DepthwiseConv2dNative", attrs, 1, dwTensor(t, dt, xs, x), dwTensor(t, dt, fs, f))
-			if err == nil || !strings.Contains(err.Error(), "Computed output size would be negative") {
-				t.Fatalf("%v: want a negative-output-size error, got %v", c, err)
-			}
-		}
-		return
-	}
-	ys := g.yShape()
-	dy := dwRandom(r, dwNumel(ys))
-	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-		rel := 1e-13
-		if dt == tensor.Float32 {
-			rel = 3e-6
-		}
-		xr, fr, dyr := dwRound(dt, x), dwRound(dt, f), dwRound(dt, dy)
-		xa, fa, dya := dwAbs(xr), dwAbs(fr), dwAbs(dyr)
-		wantY, boundY := g.forward(xr, fr), g.forward(xa, fa)
-		wantDx, boundDx := g.backpropInput(fr, dyr), g.backpropInput(fa, dya)
-		wantDf, boundDf := g.backpropFilter(xr, dyr), g.backpropFilter(xa, dya)
-		var first [3]*tensor.Dense
-		for _, threads := range []int{1, 3} {
-			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			out, err := dwRun(t, "DepthwiseConv2dNative", attrs, threads, dwTensor(t, dt, xs, x), dwTensor(t, dt, fs, f))
-			if err != nil {
-				t.Fatalf("%s: forward: %v", name, err)
-			}
-			dwCompare(t, name+"/forward", out[0], ys, wantY, boundY, rel)
-			dx, err := dwRun(t, "DepthwiseConv2dNativeBackpropInput", attrs, threads, dwIntTensor(t, xs...), dwTensor(t, dt, fs, f), dwTensor(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: BackpropInput: %v", name, err)
-			}
-			dwCompare(t, name+"/BackpropInput", dx[0], xs, wantDx, boundDx, rel)
-			df, err := dwRun(t, "DepthwiseConv2dNativeBackpropFilter", attrs, threads, dwTensor(t, dt, xs, x), dwIntTensor(t, fs...), dwTensor(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: BackpropFilter: %v", name, err)
-			}
-			dwCompare(t, name+"/BackpropFilter", df[0], fs, wantDf, boundDf, rel)
-			res := [3]*tensor.Dense{out[0], dx[0], df[0]}
-			if threads == 1 {
-				first = res
-				continue
-			}
-			for i := range res {
-				if !dwBitEqual(t, first[i], res[i]) {
-					t.Fatalf("%s: op %d differs between 1 and %d threads", name, i, threads)
-				}
-			}
-		}
-	}
+	ops := [3]string{"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}
+	convCheckRef(t, c, ops, &c.g, c.ok, dwAttrsFor(&c.g, c.padding, c.pads), seed)
 }
 
 func TestDepthwiseConv2dGrid(t *testing.T) {
-	cases := dwGrid(dwLongMode())
+	cases := dwGrid(testutil.Long())
 	if len(cases) < 100 {
 		t.Fatalf("grid has only %d cases", len(cases))
 	}
@@ -485,11 +254,11 @@ func TestDepthwiseConv2dSamples(t *testing.T) {
 			} else {
 				mults[s.Inputs[1].Shape()[3]] = true
 			}
-			out, err := registry.Run(def, &registry.KernelCtx{Alloc: dwPoisonAlloc{}}, s.Attrs, s.Inputs)
+			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
-			for _, v := range dwValues(t, out[0]) {
+			for _, v := range testutil.Float64s(t, out[0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -507,9 +276,9 @@ func TestDepthwiseConv2dSamples(t *testing.T) {
 func TestDepthwiseConv2dMatchesConv2D(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	xs, fs := []int{2, 7, 6, 1}, []int{3, 2, 1, 3}
-	x, f := dwTensor(t, tensor.Float64, xs, dwRandom(r, dwNumel(xs))), dwTensor(t, tensor.Float64, fs, dwRandom(r, dwNumel(fs)))
+	x, f := testutil.Dense(t, tensor.Float64, xs, testutil.Normal(r, testutil.Numel(xs))), testutil.Dense(t, tensor.Float64, fs, testutil.Normal(r, testutil.Numel(fs)))
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 2, 1, 1}, Padding: "SAME", Dilations: []int{1, 1, 2, 1}}
-	got, err := dwRun(t, "DepthwiseConv2dNative", a, 1, x, f)
+	got, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,27 +294,13 @@ func TestDepthwiseConv2dMatchesConv2D(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wv := dwValues(t, w[0])
-	dwCompare(t, "depthwise vs Conv2D", got[0], w[0].Shape(), wv, dwAbs(wv), 1e-12)
+	wv := testutil.Float64s(t, w[0])
+	testutil.CloseBound(t, "depthwise vs Conv2D", got[0], w[0].Shape(), wv, testutil.Abs(wv), 1e-12)
 }
 
 // ---------------------------------------------------------------------
 // Spec test vectors (spec/depthwise_conv2d.md §7): arange inputs, NHWC,
 // run as given and converted to NCHW, in float64 and float32.
-
-func dwArange(shape []int) []float64 {
-	v := make([]float64, dwNumel(shape))
-	for i := range v {
-		v[i] = float64(i + 1)
-	}
-	return v
-}
-
-func dwNHWCToNCHW(v []float64, s []int) ([]float64, []int) {
-	out := make([]float64, len(v))
-	convToNCHW(out, v, s[0], s[3], s[1], s[2])
-	return out, []int{s[0], s[3], s[1], s[2]}
-}
 
 type dwVector struct {
 	id       string
@@ -592,18 +347,18 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 				name := fmt.Sprintf("%s/nchw=%v/%v", v.id, nchw, dt)
 				image := func(s []int, vals []float64) *tensor.Dense {
 					if vals == nil {
-						vals = dwArange(s)
+						vals = testutil.Arange(testutil.Numel(s))
 					}
 					if nchw {
-						vals, s = dwNHWCToNCHW(vals, s)
+						vals, s = convNHWCToNCHW(vals, s)
 					}
-					return dwTensor(t, dt, s, vals)
+					return testutil.Dense(t, dt, s, vals)
 				}
 				filter := func() *tensor.Dense {
 					if v.fv != nil {
-						return dwTensor(t, dt, v.f, v.fv)
+						return testutil.Dense(t, dt, v.f, v.fv)
 					}
-					return dwTensor(t, dt, v.f, dwArange(v.f))
+					return testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f)))
 				}
 				format := "NHWC"
 				if nchw {
@@ -620,19 +375,19 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 					if nchw {
 						sizes = []int{sizes[0], sizes[3], sizes[1], sizes[2]}
 					}
-					in = []*tensor.Dense{dwIntTensor(t, sizes...), filter(), image(v.dy, nil)}
+					in = []*tensor.Dense{testutil.Ints(t, sizes...), filter(), image(v.dy, nil)}
 				default:
-					in = []*tensor.Dense{image(v.x, nil), dwIntTensor(t, v.sizes...), image(v.dy, nil)}
+					in = []*tensor.Dense{image(v.x, nil), testutil.Ints(t, v.sizes...), image(v.dy, nil)}
 				}
-				out, err := dwRun(t, v.op, c.attrs(), 2, in...)
+				out, err := testutil.Run(t, v.op, c.attrs(), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
 				want, shape := v.want, v.outShape
 				if nchw && v.op != "DepthwiseConv2dNativeBackpropFilter" {
-					want, shape = dwNHWCToNCHW(want, shape)
+					want, shape = convNHWCToNCHW(want, shape)
 				}
-				dwCompare(t, name, out[0], shape, want, make([]float64, len(want)), 0)
+				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}
 		}
 	}
@@ -643,9 +398,9 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 // out[i,j] = x[i,j] + 2·x[i,j+1] + 3·x[i+2,j] + 4·x[i+2,j+1].
 func TestDepthwiseConv2dDilatedVector(t *testing.T) {
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", Dilations: []int{1, 2, 1, 1}}
-	x := dwTensor(t, tensor.Float64, []int{1, 4, 4, 1}, dwArange([]int{16}))
-	f := dwTensor(t, tensor.Float64, []int{2, 2, 1, 1}, dwArange([]int{4}))
-	out, err := dwRun(t, "DepthwiseConv2dNative", a, 1, x, f)
+	x := testutil.Dense(t, tensor.Float64, []int{1, 4, 4, 1}, testutil.Arange(testutil.Numel([]int{16})))
+	f := testutil.Dense(t, tensor.Float64, []int{2, 2, 1, 1}, testutil.Arange(testutil.Numel([]int{4})))
+	out, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +411,7 @@ func TestDepthwiseConv2dDilatedVector(t *testing.T) {
 			want[i*3+j] = at(i, j) + 2*at(i, j+1) + 3*at(i+2, j) + 4*at(i+2, j+1)
 		}
 	}
-	dwCompare(t, "dilated", out[0], []int{1, 2, 3, 1}, want, make([]float64, 6), 0)
+	testutil.CloseBound(t, "dilated", out[0], []int{1, 2, 3, 1}, want, make([]float64, 6), 0)
 }
 
 // ---------------------------------------------------------------------
@@ -690,16 +445,16 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	type tensorFn func(t *testing.T) *tensor.Dense
 	f64 := func(shape ...int) tensorFn {
 		return func(t *testing.T) *tensor.Dense {
-			return dwTensor(t, tensor.Float64, shape, make([]float64, dwNumel(shape)))
+			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
 		}
 	}
 	f32 := func(shape ...int) tensorFn {
 		return func(t *testing.T) *tensor.Dense {
-			return dwTensor(t, tensor.Float32, shape, make([]float64, dwNumel(shape)))
+			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
 		}
 	}
 	ints := func(v ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense { return dwIntTensor(t, v...) }
+		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
 	}
 	int64s := func(v ...int64) tensorFn {
 		return func(t *testing.T) *tensor.Dense {
@@ -812,22 +567,8 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			out, err := dwRun(t, c.op, c.attrs, 2, c.in(t)...)
-			if err == nil {
-				t.Fatalf("no error; output shape %v", out[0].Shape())
-			}
-			if !errors.Is(err, c.kind) {
-				t.Fatalf("error %q does not wrap %v", err, c.kind)
-			}
-			if errors.Is(err, registry.ErrInternal) {
-				t.Fatalf("internal error (a panic?): %v", err)
-			}
-			if !strings.Contains(err.Error(), c.substr) {
-				t.Fatalf("error %q lacks %q", err, c.substr)
-			}
-			if !strings.Contains(err.Error(), c.op) {
-				t.Fatalf("error %q does not name %s", err, c.op)
-			}
+			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
 }
@@ -836,47 +577,47 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 func TestDepthwiseConv2dEmpty(t *testing.T) {
 	v := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
 	f64 := func(shape ...int) *tensor.Dense {
-		return dwTensor(t, tensor.Float64, shape, dwArange(shape))
+		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
 	}
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		n := dwNumel(shape)
-		dwCompare(t, name, out[0], shape, make([]float64, n), make([]float64, n), 0)
+		n := testutil.Numel(shape)
+		testutil.CloseBound(t, name, out[0], shape, make([]float64, n), make([]float64, n), 0)
 	}
 	ex := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "EXPLICIT", ExplicitPaddings: []int{0, 0, 1, 1, 1, 1, 0, 0}}
 	// M = 0: empty output.
-	out, err := dwRun(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
+	out, err := testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
 	check("m0", out, err, []int{1, 2, 2, 0})
 	// Empty batch.
-	out, err = dwRun(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
+	out, err = testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
 	check("n0", out, err, []int{0, 2, 2, 2})
 	// Empty image with padding: zeros.
-	out, err = dwRun(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
+	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
 	check("h0-padded", out, err, []int{1, 2, 4, 4})
 	// Empty filter window: empty sums.
-	out, err = dwRun(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
+	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
 	check("kh0", out, err, []int{1, 5, 4, 2})
 	// VALID with the input shorter than the filter truncates to an empty axis.
-	out, err = dwRun(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
+	out, err = testutil.Run(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("degenerate", out, err, []int{1, 2, 0, 1})
 	// Backprop input with empty input_sizes returns empty; with an empty
 	// out_backprop (degenerate axis), zeros.
-	out, err = dwRun(t, "DepthwiseConv2dNativeBackpropInput", v, 1, dwIntTensor(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
+	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", v, 1, testutil.Ints(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
 	check("bi-empty", out, err, []int{0, 2, 3, 1})
-	out, err = dwRun(t, "DepthwiseConv2dNativeBackpropInput", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
-		dwIntTensor(t, 1, 2, 1, 1), f64(1, 3, 1, 2), f64(1, 2, 0, 2))
+	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+		testutil.Ints(t, 1, 2, 1, 1), f64(1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bi-empty-dy", out, err, []int{1, 2, 1, 1})
 	// Backprop filter with an empty out_backprop: zeros of filter_sizes.
-	out, err = dwRun(t, "DepthwiseConv2dNativeBackpropFilter", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
-		f64(1, 2, 1, 1), dwIntTensor(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
+	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
-	out, err = dwRun(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), dwIntTensor(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
+	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), testutil.Ints(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
 	check("bf-n0", out, err, []int{2, 2, 1, 1})
 	// Backprop filter of an empty filter shape.
-	out, err = dwRun(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), dwIntTensor(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
+	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), testutil.Ints(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
 	check("bf-m0", out, err, []int{2, 2, 2, 0})
 }
 
@@ -917,18 +658,18 @@ func TestDepthwiseConv2dNoPanics(t *testing.T) {
 		var in []*tensor.Dense
 		switch op {
 		case ops[0]:
-			in = []*tensor.Dense{dwTensor(t, tensor.Float32, xs, make([]float64, dwNumel(xs))), dwTensor(t, tensor.Float32, fs, make([]float64, dwNumel(fs)))}
+			in = []*tensor.Dense{testutil.Dense(t, tensor.Float32, xs, make([]float64, testutil.Numel(xs))), testutil.Dense(t, tensor.Float32, fs, make([]float64, testutil.Numel(fs)))}
 		case ops[1]:
-			in = []*tensor.Dense{dwIntTensor(t, xs...), dwTensor(t, tensor.Float64, fs, make([]float64, dwNumel(fs))), dwTensor(t, tensor.Float64, ys, make([]float64, dwNumel(ys)))}
+			in = []*tensor.Dense{testutil.Ints(t, xs...), testutil.Dense(t, tensor.Float64, fs, make([]float64, testutil.Numel(fs))), testutil.Dense(t, tensor.Float64, ys, make([]float64, testutil.Numel(ys)))}
 		default:
-			in = []*tensor.Dense{dwTensor(t, tensor.Float64, xs, make([]float64, dwNumel(xs))), dwIntTensor(t, fs...), dwTensor(t, tensor.Float64, ys, make([]float64, dwNumel(ys)))}
+			in = []*tensor.Dense{testutil.Dense(t, tensor.Float64, xs, make([]float64, testutil.Numel(xs))), testutil.Ints(t, fs...), testutil.Dense(t, tensor.Float64, ys, make([]float64, testutil.Numel(ys)))}
 		}
-		out, err := dwRun(t, op, a, 2, in...)
+		out, err := testutil.Run(t, op, a, 2, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("%s %+v x%v f%v y%v: %v", op, a, xs, fs, ys, err)
 		}
 		if err == nil {
-			for _, v := range dwValues(t, out[0]) {
+			for _, v := range testutil.Float64s(t, out[0]) {
 				if v != 0 {
 					t.Fatalf("%s %+v: zero inputs gave %v", op, a, v)
 				}
@@ -963,9 +704,9 @@ func dwBench(b *testing.B, n, h, w, c, s int, modes ...string) {
 	r := rand.New(rand.NewSource(1))
 	a := DepthwiseConv2dAttrs{Strides: []int{1, s, s, 1}, Padding: "SAME"}
 	oh, ow := (h+s-1)/s, (w+s-1)/s
-	x := dwTensor(b, tensor.Float32, []int{n, h, w, c}, dwRandom(r, n*h*w*c))
-	f := dwTensor(b, tensor.Float32, []int{3, 3, c, 1}, dwRandom(r, 9*c))
-	dy := dwTensor(b, tensor.Float32, []int{n, oh, ow, c}, dwRandom(r, n*oh*ow*c))
+	x := testutil.Dense(b, tensor.Float32, []int{n, h, w, c}, testutil.Normal(r, n*h*w*c))
+	f := testutil.Dense(b, tensor.Float32, []int{3, 3, c, 1}, testutil.Normal(r, 9*c))
+	dy := testutil.Dense(b, tensor.Float32, []int{n, oh, ow, c}, testutil.Normal(r, n*oh*ow*c))
 	kc := &registry.KernelCtx{Alloc: &dwBenchAlloc{pool: map[string]*tensor.Dense{}}, Threads: runtime.GOMAXPROCS(0)}
 	run := func(op string, in ...*tensor.Dense) {
 		def, _ := registry.Lookup(op)
@@ -979,9 +720,9 @@ func dwBench(b *testing.B, n, h, w, c, s int, modes ...string) {
 			case "fwd":
 				run("DepthwiseConv2dNative", x, f)
 			case "bi":
-				run("DepthwiseConv2dNativeBackpropInput", dwIntTensor(b, n, h, w, c), f, dy)
+				run("DepthwiseConv2dNativeBackpropInput", testutil.Ints(b, n, h, w, c), f, dy)
 			case "bf":
-				run("DepthwiseConv2dNativeBackpropFilter", x, dwIntTensor(b, 3, 3, c, 1), dy)
+				run("DepthwiseConv2dNativeBackpropFilter", x, testutil.Ints(b, 3, 3, c, 1), dy)
 			}
 		}
 	}

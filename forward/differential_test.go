@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 
 	_ "github.com/tapegrad/tapegrad/autodiff" // registers every op, the gradient ops of package backward included
@@ -40,48 +40,11 @@ const (
 // the parallel paths).
 const diffThreads = 3
 
-// nanAlloc hands out fresh buffers, NaN-filled (integers: a sentinel)
-// unless zeroed, so a kernel that leaves output elements unwritten fails.
-type nanAlloc struct{}
-
-func (nanAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		s := d.Float32s()
-		for i := range s {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		s := d.Float64s()
-		for i := range s {
-			s[i] = math.NaN()
-		}
-	case tensor.Int32:
-		s := d.Int32s()
-		for i := range s {
-			s[i] = -0x5a5a5a5a
-		}
-	case tensor.Int64:
-		s := d.Int64s()
-		for i := range s {
-			s[i] = -0x5a5a5a5a5a5a5a5a
-		}
-	}
-	return d, nil
-}
-
-func (nanAlloc) Release(*tensor.Dense) {}
-
 // runOp runs def on in with a fresh kernel context: NaN-filled buffers,
 // threads goroutines, and a random source seeded identically every time
 // (so ops drawing random numbers see the same ones in every run).
 func runOp(def *registry.OpDef, attrs any, in []*tensor.Dense, threads int) ([]*tensor.Dense, error) {
-	kc := &registry.KernelCtx{Alloc: nanAlloc{}, Threads: threads, Rand: rand.New(rand.NewSource(1))}
-	return registry.Run(def, kc, attrs, in)
+	return registry.Run(def, testutil.SeededKC(threads, 1), attrs, in)
 }
 
 // roundInputs returns the sample's inputs with every float tensor rounded

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -18,68 +18,6 @@ import (
 // every num_bits and narrow_range, the gradient ops' masks and sums, the
 // adjoint ops, thread-count invariance, every error, and the W8 benchmark.
 
-// fqPoisonAlloc hands out NaN-filled buffers unless zeroed ones are asked
-// for, so a kernel that leaves an output element unwritten fails.
-type fqPoisonAlloc struct{}
-
-func (fqPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i, s := 0, d.Float32s(); i < len(s); i++ {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i, s := 0, d.Float64s(); i < len(s); i++ {
-			s[i] = math.NaN()
-		}
-	}
-	return d, nil
-}
-
-func (fqPoisonAlloc) Release(*tensor.Dense) {}
-
-// fqRun runs op with attrs on a poisoned allocator with threads goroutines.
-func fqRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: fqPoisonAlloc{}, Threads: threads}, attrs, in)
-}
-
-// fqMustRun is fqRun that fails the test on error.
-func fqMustRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) []*tensor.Dense {
-	t.Helper()
-	out, err := fqRun(t, op, attrs, threads, in...)
-	if err != nil {
-		t.Fatalf("%s: %v", op, err)
-	}
-	return out
-}
-
-func fqT32(t testing.TB, shape []int, v ...float32) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func fqT64(t testing.TB, shape []int, v ...float64) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // fqFill returns n copies of v.
 func fqFill(n int, v float32) []float32 {
 	s := make([]float32, n)
@@ -87,41 +25,6 @@ func fqFill(n int, v float32) []float32 {
 		s[i] = v
 	}
 	return s
-}
-
-// fqBitsEqual fails unless got and want are bit-identical float32 slices
-// (so +0 and -0 differ; NaN matches NaN).
-func fqBitsEqual(t testing.TB, what string, got *tensor.Dense, want []float32) {
-	t.Helper()
-	g, err := tensorx.Slice[float32](got)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if len(g) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(g), len(want))
-	}
-	for i := range g {
-		if math.Float32bits(g[i]) != math.Float32bits(want[i]) && !(g[i] != g[i] && want[i] != want[i]) {
-			t.Fatalf("%s: element %d = %v (%#08x), want %v (%#08x); got %v", what, i, g[i], math.Float32bits(g[i]), want[i], math.Float32bits(want[i]), g)
-		}
-	}
-}
-
-// fqBitsEqual64 is fqBitsEqual for float64.
-func fqBitsEqual64(t testing.TB, what string, got *tensor.Dense, want []float64) {
-	t.Helper()
-	g, err := tensorx.Slice[float64](got)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if len(g) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(g), len(want))
-	}
-	for i := range g {
-		if math.Float64bits(g[i]) != math.Float64bits(want[i]) && !(g[i] != g[i] && want[i] != want[i]) {
-			t.Fatalf("%s: element %d = %v, want %v", what, i, g[i], want[i])
-		}
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -157,9 +60,9 @@ func TestFakeQuantPerChannelSpecVectors(t *testing.T) {
 		d := v.shape[len(v.shape)-1]
 		attrs := FakeQuantAttrs{NumBits: v.bits, NarrowRange: v.narrow}
 		for _, threads := range []int{1, 3} {
-			out := fqMustRun(t, fqChannel, attrs, threads,
-				fqT32(t, v.shape, v.in...), fqT32(t, []int{d}, fqFill(d, v.min)...), fqT32(t, []int{d}, fqFill(d, v.max)...))
-			fqBitsEqual(t, v.id, out[0], v.want)
+			out := testutil.MustRun(t, fqChannel, attrs, threads,
+				testutil.New(t, v.shape, v.in), testutil.New(t, []int{d}, fqFill(d, v.min)), testutil.New(t, []int{d}, fqFill(d, v.max)))
+			testutil.EqualBits(t, v.id, out[0], v.want)
 		}
 		in64, want64 := make([]float64, len(v.in)), make([]float64, len(v.want))
 		for i := range v.in {
@@ -173,7 +76,7 @@ func TestFakeQuantPerChannelSpecVectors(t *testing.T) {
 		// grid differs from float32's in the last bits where the range is
 		// not exact in float32 (FQ2's 63.65 - -0.1 is 63.75 in float32
 		// only), so the values agree to float32 precision.
-		out := fqMustRun(t, fqChannel, attrs, 1, fqT64(t, v.shape, in64...), fqT64(t, []int{d}, mins...), fqT64(t, []int{d}, maxs...))
+		out := testutil.MustRun(t, fqChannel, attrs, 1, testutil.New(t, v.shape, in64), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
 		fqCloseTo(t, v.id+"/float64", out[0], want64, 1e-6)
 	}
 }
@@ -233,49 +136,49 @@ func TestFakeQuantPerChannelGradientSpecVectors(t *testing.T) {
 			wantMax[i%d] += g[i]
 		}
 		attrs := FakeQuantAttrs{NumBits: v.bits, NarrowRange: v.narrow}
-		out := fqMustRun(t, fqChannelGrad, attrs, 2,
-			fqT32(t, v.shape, g...), fqT32(t, v.shape, v.in...), fqT32(t, []int{d}, fqFill(d, v.min)...), fqT32(t, []int{d}, fqFill(d, v.max)...))
-		fqBitsEqual(t, v.id+"/backprops_wrt_input", out[0], wantBi)
-		fqBitsEqual(t, v.id+"/backprop_wrt_min", out[1], wantMin)
-		fqBitsEqual(t, v.id+"/backprop_wrt_max", out[2], wantMax)
+		out := testutil.MustRun(t, fqChannelGrad, attrs, 2,
+			testutil.New(t, v.shape, g), testutil.New(t, v.shape, v.in), testutil.New(t, []int{d}, fqFill(d, v.min)), testutil.New(t, []int{d}, fqFill(d, v.max)))
+		testutil.EqualBits(t, v.id+"/backprops_wrt_input", out[0], wantBi)
+		testutil.EqualBits(t, v.id+"/backprop_wrt_min", out[1], wantMin)
+		testutil.EqualBits(t, v.id+"/backprop_wrt_max", out[2], wantMax)
 	}
 }
 
 func TestFakeQuantScalarSpecVectors(t *testing.T) {
 	f := func(v float32) *float32 { return &v }
 	// WithArgsNoNudging_RegularRange.
-	out := fqMustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-10), Max: f(53.75)}, 1,
-		fqT32(t, []int{6}, -10.1, -10.0, -9.9, -9.75, 53.75, 53.8))
-	fqBitsEqual(t, "WithArgsNoNudging", out[0], []float32{-10.0, -10.0, -10.0, -9.75, 53.75, 53.75})
+	out := testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-10), Max: f(53.75)}, 1,
+		testutil.New(t, []int{6}, []float32{-10.1, -10.0, -9.9, -9.75, 53.75, 53.8}))
+	testutil.EqualBits(t, "WithArgsNoNudging", out[0], []float32{-10.0, -10.0, -10.0, -9.75, 53.75, 53.75})
 	// WithArgsNudgedUp_4Bits_RegularRange: the test writes -0.0; TF
 	// computes +0.0.
-	out = fqMustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-0.4), Max: f(7.1), NumBits: 4}, 1,
-		fqT32(t, []int{6}, -0.6, -0.5, -0.24, 0.0, 7.0, 7.1))
-	fqBitsEqual(t, "WithArgsNudgedUp_4Bits", out[0], []float32{-0.5, -0.5, 0.0, 0.0, 7.0, 7.0})
+	out = testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-0.4), Max: f(7.1), NumBits: 4}, 1,
+		testutil.New(t, []int{6}, []float32{-0.6, -0.5, -0.24, 0.0, 7.0, 7.1}))
+	testutil.EqualBits(t, "WithArgsNudgedUp_4Bits", out[0], []float32{-0.5, -0.5, 0.0, 0.0, 7.0, 7.0})
 	// api_def example, 16 bits.
-	out = fqMustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-5), Max: f(5), NumBits: 16}, 1,
-		fqT32(t, []int{3}, 10.03, -10.23, 3))
-	fqBitsEqual(t, "api_def example", out[0], []float32{4.9999237, -5.0000763, 3.0000763})
+	out = testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: f(-5), Max: f(5), NumBits: 16}, 1,
+		testutil.New(t, []int{3}, []float32{10.03, -10.23, 3}))
+	testutil.EqualBits(t, "api_def example", out[0], []float32{4.9999237, -5.0000763, 3.0000763})
 	// The defaults are [-6, 6], 8 bits: scale 12/255, zero point 127.5 → 128.
-	out = fqMustRun(t, fqArgs, nil, 1, fqT32(t, []int{3}, -7, 0, 7))
+	out = testutil.MustRun(t, fqArgs, nil, 1, testutil.New(t, []int{3}, []float32{-7, 0, 7}))
 	sc := float32(12) / 255
-	fqBitsEqual(t, "Args defaults", out[0], []float32{-128 * sc, 0, 127 * sc})
+	testutil.EqualBits(t, "Args defaults", out[0], []float32{-128 * sc, 0, 127 * sc})
 
 	// WithVarsGradient_RegularRange.
 	g := fqGrads[:6]
-	out = fqMustRun(t, fqVarsGrad, nil, 1, fqT32(t, []int{6}, g...), fqT32(t, []int{6}, -0.26, -0.25, -0.24, 0.0, 63.5, 63.6),
-		fqT32(t, nil, -0.125), fqT32(t, nil, 63.625))
-	fqBitsEqual(t, "VarsGradient/input", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
-	fqBitsEqual(t, "VarsGradient/min", out[1], []float32{g[0]})
-	fqBitsEqual(t, "VarsGradient/max", out[2], []float32{g[5]})
+	out = testutil.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{6}, g), testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
+		testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
+	testutil.EqualBits(t, "VarsGradient/input", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
+	testutil.EqualBits(t, "VarsGradient/min", out[1], []float32{g[0]})
+	testutil.EqualBits(t, "VarsGradient/max", out[2], []float32{g[5]})
 	// The Vars forward on FQ5's data (the division form agrees here).
-	out = fqMustRun(t, fqVars, nil, 1, fqT32(t, []int{6}, -0.26, -0.25, -0.24, 0.0, 63.5, 63.6),
-		fqT32(t, nil, -0.125), fqT32(t, nil, 63.625))
-	fqBitsEqual(t, "Vars", out[0], []float32{-0.25, -0.25, -0.25, 0.0, 63.5, 63.5})
+	out = testutil.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
+		testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
+	testutil.EqualBits(t, "Vars", out[0], []float32{-0.25, -0.25, -0.25, 0.0, 63.5, 63.5})
 	// ArgsGradient: inclusive bounds, same nudged range as above.
-	out = fqMustRun(t, fqArgsGrad, FakeQuantArgsAttrs{Min: f(-0.125), Max: f(63.625)}, 1,
-		fqT32(t, []int{6}, g...), fqT32(t, []int{6}, -0.26, -0.25, -0.24, 0.0, 63.5, 63.6))
-	fqBitsEqual(t, "ArgsGradient", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
+	out = testutil.MustRun(t, fqArgsGrad, FakeQuantArgsAttrs{Min: f(-0.125), Max: f(63.625)}, 1,
+		testutil.New(t, []int{6}, g), testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}))
+	testutil.EqualBits(t, "ArgsGradient", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
 }
 
 // TestFakeQuantTiesAndBounds: exact halves round up (toward +∞), values
@@ -294,31 +197,31 @@ func TestFakeQuantTiesAndBounds(t *testing.T) {
 		var out []*tensor.Dense
 		switch op {
 		case fqChannel:
-			out = fqMustRun(t, op, nil, 1, fqT32(t, []int{len(x), 1}, x...), fqT32(t, []int{1}, -0.125), fqT32(t, []int{1}, 63.625))
+			out = testutil.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x), 1}, x), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
 		case fqVars:
-			out = fqMustRun(t, op, nil, 1, fqT32(t, []int{len(x)}, x...), fqT32(t, nil, -0.125), fqT32(t, nil, 63.625))
+			out = testutil.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x)}, x), testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
 		default:
 			mn, mx := float32(-0.125), float32(63.625)
-			out = fqMustRun(t, op, FakeQuantArgsAttrs{Min: &mn, Max: &mx}, 1, fqT32(t, []int{len(x)}, x...))
+			out = testutil.MustRun(t, op, FakeQuantArgsAttrs{Min: &mn, Max: &mx}, 1, testutil.New(t, []int{len(x)}, x))
 		}
-		fqBitsEqual(t, op+" ties/bounds", out[0], want)
+		testutil.EqualBits(t, op+" ties/bounds", out[0], want)
 	}
 	// Gradients at the bounds: lo and hi inside, their neighbours and ±Inf
 	// outside.
 	gx := []float32{lo, hi, below, above, inf, ninf, 0}
 	g := []float32{1, 2, 4, 8, 16, 32, 64}
-	out := fqMustRun(t, fqChannelGrad, nil, 1, fqT32(t, []int{7, 1}, g...), fqT32(t, []int{7, 1}, gx...), fqT32(t, []int{1}, -0.125), fqT32(t, []int{1}, 63.625))
-	fqBitsEqual(t, "grad at bounds/input", out[0], []float32{1, 2, 0, 0, 0, 0, 64})
-	fqBitsEqual(t, "grad at bounds/min", out[1], []float32{4 + 32})
-	fqBitsEqual(t, "grad at bounds/max", out[2], []float32{8 + 16})
+	out := testutil.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{7, 1}, g), testutil.New(t, []int{7, 1}, gx), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
+	testutil.EqualBits(t, "grad at bounds/input", out[0], []float32{1, 2, 0, 0, 0, 0, 64})
+	testutil.EqualBits(t, "grad at bounds/min", out[1], []float32{4 + 32})
+	testutil.EqualBits(t, "grad at bounds/max", out[2], []float32{8 + 16})
 	// narrow_range ties: min -0.125, max 63.375 → grid [-0.25, 63.25].
-	out = fqMustRun(t, fqChannel, FakeQuantAttrs{NarrowRange: true}, 1,
-		fqT32(t, []int{4}, -0.125, 0.125, 63.125, 63.25), fqFillT(t, 4, -0.125), fqFillT(t, 4, 63.375))
-	fqBitsEqual(t, "narrow ties", out[0], []float32{0, 0.25, 63.25, 63.25})
+	out = testutil.MustRun(t, fqChannel, FakeQuantAttrs{NarrowRange: true}, 1,
+		testutil.New(t, []int{4}, []float32{-0.125, 0.125, 63.125, 63.25}), fqFillT(t, 4, -0.125), fqFillT(t, 4, 63.375))
+	testutil.EqualBits(t, "narrow ties", out[0], []float32{0, 0.25, 63.25, 63.25})
 }
 
 func fqFillT(t testing.TB, n int, v float32) *tensor.Dense {
-	return fqT32(t, []int{n}, fqFill(n, v)...)
+	return testutil.New(t, []int{n}, fqFill(n, v))
 }
 
 // TestFakeQuantZeroRange: min == max == 0 gives 0 (also for NaN and ±Inf
@@ -327,22 +230,22 @@ func TestFakeQuantZeroRange(t *testing.T) {
 	nan := float32(math.NaN())
 	inf := float32(math.Inf(1))
 	x := []float32{nan, 0.5, -inf, 0.3, inf, nan, 5, -2}
-	mins := fqT32(t, []int{2}, 0, -1)
-	maxs := fqT32(t, []int{2}, 0, 1)
-	out := fqMustRun(t, fqChannel, nil, 1, fqT32(t, []int{4, 2}, x...), mins, maxs)
+	mins := testutil.New(t, []int{2}, []float32{0, -1})
+	maxs := testutil.New(t, []int{2}, []float32{0, 1})
+	out := testutil.MustRun(t, fqChannel, nil, 1, testutil.New(t, []int{4, 2}, x), mins, maxs)
 	q := func(v float32) float32 { return fqRef32(v, -1, 1, 8, false, false) }
-	fqBitsEqual(t, "zero channel", out[0], []float32{0, q(0.5), 0, q(0.3), 0, nan, 0, q(-2)})
+	testutil.EqualBits(t, "zero channel", out[0], []float32{0, q(0.5), 0, q(0.3), 0, nan, 0, q(-2)})
 	g := fqGrads[:8]
-	out = fqMustRun(t, fqChannelGrad, nil, 1, fqT32(t, []int{4, 2}, g...), fqT32(t, []int{4, 2}, x...), mins, maxs)
-	fqBitsEqual(t, "zero channel grad", out[0], []float32{g[0], g[1], g[2], g[3], g[4], 0, g[6], 0})
-	fqBitsEqual(t, "zero channel grad min", out[1], []float32{0, g[7]})
-	fqBitsEqual(t, "zero channel grad max", out[2], []float32{0, 0})
-	out = fqMustRun(t, fqVars, nil, 1, fqT32(t, []int{4}, nan, inf, -3, 2), fqT32(t, nil, 0), fqT32(t, nil, 0))
-	fqBitsEqual(t, "Vars zero", out[0], []float32{0, 0, 0, 0})
-	out = fqMustRun(t, fqVarsGrad, nil, 1, fqT32(t, []int{4}, g[:4]...), fqT32(t, []int{4}, nan, inf, -3, 2), fqT32(t, nil, 0), fqT32(t, nil, 0))
-	fqBitsEqual(t, "VarsGradient zero", out[0], g[:4])
-	fqBitsEqual(t, "VarsGradient zero min", out[1], []float32{0})
-	fqBitsEqual(t, "VarsGradient zero max", out[2], []float32{0})
+	out = testutil.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{4, 2}, g), testutil.New(t, []int{4, 2}, x), mins, maxs)
+	testutil.EqualBits(t, "zero channel grad", out[0], []float32{g[0], g[1], g[2], g[3], g[4], 0, g[6], 0})
+	testutil.EqualBits(t, "zero channel grad min", out[1], []float32{0, g[7]})
+	testutil.EqualBits(t, "zero channel grad max", out[2], []float32{0, 0})
+	out = testutil.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
+	testutil.EqualBits(t, "Vars zero", out[0], []float32{0, 0, 0, 0})
+	out = testutil.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{4}, g[:4]), testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
+	testutil.EqualBits(t, "VarsGradient zero", out[0], g[:4])
+	testutil.EqualBits(t, "VarsGradient zero min", out[1], []float32{0})
+	testutil.EqualBits(t, "VarsGradient zero max", out[2], []float32{0})
 }
 
 // ---------------------------------------------------------------------------
@@ -464,17 +367,17 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range x {
 				want[i] = fqRef32(v, mins[i%d], maxs[i%d], bits, narrow, false)
 			}
-			out := fqMustRun(t, fqChannel, attrs, 2, fqT32(t, shape, x...), fqT32(t, []int{d}, mins...), fqT32(t, []int{d}, maxs...))
-			fqBitsEqual(t, "PerChannel emulation", out[0], want)
+			out := testutil.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
+			testutil.EqualBits(t, "PerChannel emulation", out[0], want)
 
 			// float64.
-			x64, mn64, mx64 := fq64s(x), fq64s(mins), fq64s(maxs)
+			x64, mn64, mx64 := testutil.Convert[float64](x), testutil.Convert[float64](mins), testutil.Convert[float64](maxs)
 			want64 := make([]float64, len(x))
 			for i, v := range x64 {
 				want64[i] = fqRefQuant(v, mn64[i%d], mx64[i%d], bits, narrow, false, func(v float64) float64 { return v })
 			}
-			out = fqMustRun(t, fqChannel, attrs, 2, fqT64(t, shape, x64...), fqT64(t, []int{d}, mn64...), fqT64(t, []int{d}, mx64...))
-			fqBitsEqual64(t, "PerChannel float64", out[0], want64)
+			out = testutil.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x64), testutil.New(t, []int{d}, mn64), testutil.New(t, []int{d}, mx64))
+			testutil.EqualBits(t, "PerChannel float64", out[0], want64)
 
 			// Vars (division form) and Args (multiplication form), with a
 			// valid range for Args.
@@ -484,8 +387,8 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range xs {
 				wantV[i] = fqRef32(v, mn, mx, bits, narrow, true)
 			}
-			out = fqMustRun(t, fqVars, attrs, 2, fqT32(t, []int{5, 8}, xs...), fqT32(t, nil, mn), fqT32(t, nil, mx))
-			fqBitsEqual(t, "Vars emulation", out[0], wantV)
+			out = testutil.MustRun(t, fqVars, attrs, 2, testutil.New(t, []int{5, 8}, xs), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
+			testutil.EqualBits(t, "Vars emulation", out[0], wantV)
 			if !(mn < mx) {
 				mn, mx = -1.5, 2.25
 			}
@@ -493,18 +396,10 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range xs {
 				wantA[i] = fqRef32(v, mn, mx, bits, narrow, false)
 			}
-			out = fqMustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: bits, NarrowRange: narrow}, 2, fqT32(t, []int{40}, xs...))
-			fqBitsEqual(t, "Args emulation", out[0], wantA)
+			out = testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: bits, NarrowRange: narrow}, 2, testutil.New(t, []int{40}, xs))
+			testutil.EqualBits(t, "Args emulation", out[0], wantA)
 		}
 	}
-}
-
-func fq64s(s []float32) []float64 {
-	out := make([]float64, len(s))
-	for i, v := range s {
-		out[i] = float64(v)
-	}
-	return out
 }
 
 // TestFakeQuantVarsDivision checks that Vars divides by the scale while
@@ -524,7 +419,7 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 	attrs := FakeQuantAttrs{NumBits: 12}
 	differ := 0
 	for i := range x {
-		v := fqMustRun(t, fqVars, attrs, 1, fqT32(t, []int{1}, x[i]), fqT32(t, nil, mins[i]), fqT32(t, nil, maxs[i]))[0].Float32s()[0]
+		v := testutil.MustRun(t, fqVars, attrs, 1, testutil.New(t, []int{1}, []float32{x[i]}), testutil.New(t, nil, []float32{mins[i]}), testutil.New(t, nil, []float32{maxs[i]}))[0].Float32s()[0]
 		if want := fqRef32(x[i], mins[i], maxs[i], 12, false, true); math.Float32bits(v) != math.Float32bits(want) {
 			t.Fatalf("Vars(%v in [%v, %v]) = %v, emulation %v", x[i], mins[i], maxs[i], v, want)
 		}
@@ -533,12 +428,12 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 		}
 	}
 	// One PerChannel call over all of them (one channel per element).
-	out := fqMustRun(t, fqChannel, attrs, 1, fqT32(t, []int{n}, x...), fqT32(t, []int{n}, mins...), fqT32(t, []int{n}, maxs...))
+	out := testutil.MustRun(t, fqChannel, attrs, 1, testutil.New(t, []int{n}, x), testutil.New(t, []int{n}, mins), testutil.New(t, []int{n}, maxs))
 	want := make([]float32, n)
 	for i := range want {
 		want[i] = fqRef32(x[i], mins[i], maxs[i], 12, false, false)
 	}
-	fqBitsEqual(t, "PerChannel 20000", out[0], want)
+	testutil.EqualBits(t, "PerChannel 20000", out[0], want)
 	t.Logf("12 bits: division and multiplication by the inverse differ in %d of %d cases", differ, n)
 
 	f := math.Float32frombits
@@ -553,12 +448,12 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 	} {
 		x, mn, mx := f(c.x), f(c.min), f(c.max)
 		a := FakeQuantAttrs{NumBits: c.bits}
-		v := fqMustRun(t, fqVars, a, 1, fqT32(t, []int{1}, x), fqT32(t, nil, mn), fqT32(t, nil, mx))
-		fqBitsEqual(t, "Vars divides", v[0], []float32{c.div})
-		p := fqMustRun(t, fqChannel, a, 1, fqT32(t, []int{1}, x), fqT32(t, []int{1}, mn), fqT32(t, []int{1}, mx))
-		fqBitsEqual(t, "PerChannel multiplies", p[0], []float32{c.mul})
-		g := fqMustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: c.bits}, 1, fqT32(t, []int{1}, x))
-		fqBitsEqual(t, "Args multiplies", g[0], []float32{c.mul})
+		v := testutil.MustRun(t, fqVars, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
+		testutil.EqualBits(t, "Vars divides", v[0], []float32{c.div})
+		p := testutil.MustRun(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, []int{1}, []float32{mn}), testutil.New(t, []int{1}, []float32{mx}))
+		testutil.EqualBits(t, "PerChannel multiplies", p[0], []float32{c.mul})
+		g := testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: c.bits}, 1, testutil.New(t, []int{1}, []float32{x}))
+		testutil.EqualBits(t, "Args multiplies", g[0], []float32{c.mul})
 	}
 }
 
@@ -628,8 +523,8 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 					wantMax[i%d] += g[i]
 				}
 			}
-			in := []*tensor.Dense{fqCastT(t, dt, shape, g), fqCastT(t, dt, shape, x), fqCastT(t, dt, []int{d}, mins), fqCastT(t, dt, []int{d}, maxs)}
-			out := fqMustRun(t, fqChannelGrad, attrs, 2, in...)
+			in := []*tensor.Dense{testutil.Dense(t, dt, shape, g), testutil.Dense(t, dt, shape, x), testutil.Dense(t, dt, []int{d}, mins), testutil.Dense(t, dt, []int{d}, maxs)}
+			out := testutil.MustRun(t, fqChannelGrad, attrs, 2, in...)
 			fqCloseTo(t, "PerChannelGradient input", out[0], wantBi, 0)
 			fqCloseTo(t, "PerChannelGradient min", out[1], wantMin, 1e-6)
 			fqCloseTo(t, "PerChannelGradient max", out[2], wantMax, 1e-6)
@@ -653,7 +548,7 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 					want[i] = dmx[i%d]
 				}
 			}
-			out = fqMustRun(t, fqChannelAdj, attrs, 2, fqCastT(t, dt, shape, dbi), fqCastT(t, dt, []int{d}, dmn), fqCastT(t, dt, []int{d}, dmx), in[1], in[2], in[3])
+			out = testutil.MustRun(t, fqChannelAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), testutil.Dense(t, dt, []int{d}, dmn), testutil.Dense(t, dt, []int{d}, dmx), in[1], in[2], in[3])
 			fqCloseTo(t, "PerChannel adjoint", out[0], want, 0)
 
 			// Scalar forms on channel 0's range (a new one if there is no
@@ -679,49 +574,26 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 					want[i] = dmx[0]
 				}
 			}
-			s0 := func(v float64) *tensor.Dense { return fqCastT(t, dt, nil, []float64{v}) }
-			out = fqMustRun(t, fqVarsGrad, attrs, 2, in[0], in[1], s0(mins[0]), s0(maxs[0]))
+			s0 := func(v float64) *tensor.Dense { return testutil.Dense(t, dt, nil, []float64{v}) }
+			out = testutil.MustRun(t, fqVarsGrad, attrs, 2, in[0], in[1], s0(mins[0]), s0(maxs[0]))
 			fqCloseTo(t, "VarsGradient input", out[0], wantBi, 0)
 			fqCloseTo(t, "VarsGradient min", out[1], []float64{smin}, 1e-6)
 			fqCloseTo(t, "VarsGradient max", out[2], []float64{smax}, 1e-6)
-			out = fqMustRun(t, fqVarsAdj, attrs, 2, fqCastT(t, dt, shape, dbi), s0(dmn[0]), s0(dmx[0]), in[1], s0(mins[0]), s0(maxs[0]))
+			out = testutil.MustRun(t, fqVarsAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), s0(dmn[0]), s0(dmx[0]), in[1], s0(mins[0]), s0(maxs[0]))
 			fqCloseTo(t, "Vars adjoint", out[0], want, 0)
 			if mins[0] < maxs[0] {
 				lo, hi := float32(mins[0]), float32(maxs[0])
-				out = fqMustRun(t, fqArgsGrad, FakeQuantArgsAttrs{Min: &lo, Max: &hi, NumBits: bits, NarrowRange: narrow}, 2, in[0], in[1])
+				out = testutil.MustRun(t, fqArgsGrad, FakeQuantArgsAttrs{Min: &lo, Max: &hi, NumBits: bits, NarrowRange: narrow}, 2, in[0], in[1])
 				fqCloseTo(t, "ArgsGradient", out[0], wantBi, 0)
 			}
 		}
 	}
 }
 
-func fqCastT(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		return fqT32(t, shape, f...)
-	}
-	return fqT64(t, shape, append([]float64(nil), v...)...)
-}
-
 // fqCloseTo compares with relative tolerance rtol (0: exactly).
 func fqCloseTo(t testing.TB, what string, got *tensor.Dense, want []float64, rtol float64) {
 	t.Helper()
-	g, err := tensorx.Float64s(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(g) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(g), len(want))
-	}
-	for i := range g {
-		if g[i] != want[i] && !(math.Abs(g[i]-want[i]) <= rtol*math.Abs(want[i])) {
-			t.Fatalf("%s: element %d = %v, want %v", what, i, g[i], want[i])
-		}
-	}
+	testutil.Close(t, what, testutil.Float64s(t, got), want, testutil.Tol{Rel: rtol})
 }
 
 // TestFakeQuantThreadInvariance: outputs and the chunked min/max sums are
@@ -738,19 +610,19 @@ func TestFakeQuantThreadInvariance(t *testing.T) {
 		x[i] = float32(2.4*r.Float64() - 1.2)
 		g[i] = float32(r.NormFloat64())
 	}
-	in := []*tensor.Dense{fqT32(t, []int{rows, d}, g...), fqT32(t, []int{rows, d}, x...), fqT32(t, []int{d}, mins...), fqT32(t, []int{d}, maxs...)}
-	ref := fqMustRun(t, fqChannelGrad, nil, 1, in...)
-	refF := fqMustRun(t, fqChannel, nil, 1, in[1:]...)
-	refV := fqMustRun(t, fqVarsGrad, nil, 1, in[0], in[1], fqT32(t, nil, -0.7), fqT32(t, nil, 0.9))
+	in := []*tensor.Dense{testutil.New(t, []int{rows, d}, g), testutil.New(t, []int{rows, d}, x), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs)}
+	ref := testutil.MustRun(t, fqChannelGrad, nil, 1, in...)
+	refF := testutil.MustRun(t, fqChannel, nil, 1, in[1:]...)
+	refV := testutil.MustRun(t, fqVarsGrad, nil, 1, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
 	for _, threads := range []int{2, 3, 8} {
-		out := fqMustRun(t, fqChannelGrad, nil, threads, in...)
+		out := testutil.MustRun(t, fqChannelGrad, nil, threads, in...)
 		for k := range out {
-			fqBitsEqual(t, "PerChannelGradient threads", out[k], ref[k].Float32s())
+			testutil.EqualBits(t, "PerChannelGradient threads", out[k], ref[k].Float32s())
 		}
-		fqBitsEqual(t, "PerChannel threads", fqMustRun(t, fqChannel, nil, threads, in[1:]...)[0], refF[0].Float32s())
-		outV := fqMustRun(t, fqVarsGrad, nil, threads, in[0], in[1], fqT32(t, nil, -0.7), fqT32(t, nil, 0.9))
+		testutil.EqualBits(t, "PerChannel threads", testutil.MustRun(t, fqChannel, nil, threads, in[1:]...)[0], refF[0].Float32s())
+		outV := testutil.MustRun(t, fqVarsGrad, nil, threads, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
 		for k := range outV {
-			fqBitsEqual(t, "VarsGradient threads", outV[k], refV[k].Float32s())
+			testutil.EqualBits(t, "VarsGradient threads", outV[k], refV[k].Float32s())
 		}
 	}
 	// The min/max sums are accumulated in float64: compare with a float64
@@ -787,53 +659,38 @@ func TestFakeQuantRanks(t *testing.T) {
 		for i, v := range x {
 			want[i] = fqRef32(v, mins[i%3], maxs[i%3], 5, true, false)
 		}
-		out := fqMustRun(t, fqChannel, FakeQuantAttrs{NumBits: 5, NarrowRange: true}, 2, fqT32(t, shape, x...), fqT32(t, []int{3}, mins...), fqT32(t, []int{3}, maxs...))
-		fqBitsEqual(t, "rank "+fqShapeString(shape), out[0], want)
+		out := testutil.MustRun(t, fqChannel, FakeQuantAttrs{NumBits: 5, NarrowRange: true}, 2, testutil.New(t, shape, x), testutil.New(t, []int{3}, mins), testutil.New(t, []int{3}, maxs))
+		testutil.EqualBits(t, "rank "+fqShapeString(shape), out[0], want)
 	}
 	for _, shape := range [][]int{{0}, {0, 4}, {3, 0}, {2, 0, 5}} {
 		d := shape[len(shape)-1]
-		x := fqT32(t, shape)
-		mn, mx := fqT32(t, []int{d}, fqFill(d, -1)...), fqT32(t, []int{d}, fqFill(d, 1)...)
-		out := fqMustRun(t, fqChannel, nil, 1, x, mn, mx)
+		x := testutil.New(t, shape, []float32{})
+		mn, mx := testutil.New(t, []int{d}, fqFill(d, -1)), testutil.New(t, []int{d}, fqFill(d, 1))
+		out := testutil.MustRun(t, fqChannel, nil, 1, x, mn, mx)
 		if !tensorx.SameShape(out[0].Shape(), shape) {
 			t.Fatalf("empty %v: shape %v", shape, out[0].Shape())
 		}
-		out = fqMustRun(t, fqChannelGrad, nil, 1, x, x, mn, mx)
-		fqBitsEqual(t, "empty grad min", out[1], make([]float32, d))
-		fqBitsEqual(t, "empty grad max", out[2], make([]float32, d))
+		out = testutil.MustRun(t, fqChannelGrad, nil, 1, x, x, mn, mx)
+		testutil.EqualBits(t, "empty grad min", out[1], make([]float32, d))
+		testutil.EqualBits(t, "empty grad max", out[2], make([]float32, d))
 	}
 }
 
 // ---------------------------------------------------------------------------
 // Errors.
 
-func fqWantErr(t *testing.T, err, kind error, substr ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want %v (%v)", kind, substr)
-	}
-	if !errors.Is(err, kind) {
-		t.Fatalf("error %q does not wrap %v", err, kind)
-	}
-	for _, s := range substr {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not mention %q", err, s)
-		}
-	}
-}
-
 func TestFakeQuantErrors(t *testing.T) {
-	x31 := fqT32(t, []int{3, 1}, 1, 2, 4)
-	v := func(s []int, x ...float32) *tensor.Dense { return fqT32(t, s, x...) }
+	x31 := testutil.New(t, []int{3, 1}, []float32{1, 2, 4})
+	v := func(s []int, x ...float32) *tensor.Dense { return testutil.New(t, s, x) }
 	run := func(op string, attrs any, in ...*tensor.Dense) error {
-		_, err := fqRun(t, op, attrs, 1, in...)
+		_, err := testutil.Run(t, op, attrs, 1, in...)
 		return err
 	}
 	// FQE1..FQE4 (quantization_ops_test.py test_invalid_inputs).
-	fqWantErr(t, run(fqChannel, nil, x31, v([]int{1, 1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "`min` must be rank 1 but is rank 2")
-	fqWantErr(t, run(fqChannel, nil, x31, v([]int{2}, 0, 0.1), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "min has incorrect size, expected 1 was 2")
-	fqWantErr(t, run(fqChannel, nil, x31, v([]int{1}, 1), v([]int{1, 1}, 1)), registry.ErrShape, fqChannel+":", "`max` must be rank 1 but is rank 2")
-	fqWantErr(t, run(fqChannel, nil, x31, v([]int{1}, 0), v([]int{2}, 1, 1.1)), registry.ErrShape, fqChannel+":", "max has incorrect size, expected 1 was 2")
+	testutil.WantErr(t, run(fqChannel, nil, x31, v([]int{1, 1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "`min` must be rank 1 but is rank 2")
+	testutil.WantErr(t, run(fqChannel, nil, x31, v([]int{2}, 0, 0.1), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "min has incorrect size, expected 1 was 2")
+	testutil.WantErr(t, run(fqChannel, nil, x31, v([]int{1}, 1), v([]int{1, 1}, 1)), registry.ErrShape, fqChannel+":", "`max` must be rank 1 but is rank 2")
+	testutil.WantErr(t, run(fqChannel, nil, x31, v([]int{1}, 0), v([]int{2}, 1, 1.1)), registry.ErrShape, fqChannel+":", "max has incorrect size, expected 1 was 2")
 	// num_bits, every op.
 	for _, bits := range []int{1, 17, -3} {
 		a := FakeQuantAttrs{NumBits: bits}
@@ -847,55 +704,46 @@ func TestFakeQuantErrors(t *testing.T) {
 			fqVarsGrad:    {f1, f1, s, s},
 			fqVarsAdj:     {f1, s, s, f1, s, s},
 		} {
-			fqWantErr(t, run(op, a, in...), registry.ErrInvalidArgument, op+":", "num_bits must be between 2 and 16, inclusive")
+			testutil.WantErr(t, run(op, a, in...), registry.ErrInvalidArgument, op+":", "num_bits must be between 2 and 16, inclusive")
 		}
 		aa := FakeQuantArgsAttrs{NumBits: bits}
-		fqWantErr(t, run(fqArgs, aa, f1), registry.ErrInvalidArgument, fqArgs+":", "num_bits must be between 2 and 16")
-		fqWantErr(t, run(fqArgsGrad, aa, f1, f1), registry.ErrInvalidArgument, fqArgsGrad+":", "num_bits must be between 2 and 16")
+		testutil.WantErr(t, run(fqArgs, aa, f1), registry.ErrInvalidArgument, fqArgs+":", "num_bits must be between 2 and 16")
+		testutil.WantErr(t, run(fqArgsGrad, aa, f1, f1), registry.ErrInvalidArgument, fqArgsGrad+":", "num_bits must be between 2 and 16")
 	}
 	// Args: min >= max (and NaN).
 	one, zero, nan := float32(1), float32(0), float32(math.NaN())
-	fqWantErr(t, run(fqArgs, FakeQuantArgsAttrs{Min: &one, Max: &one}, x31), registry.ErrInvalidArgument, "min has to be smaller than max, was: 1 >= 1")
-	fqWantErr(t, run(fqArgs, FakeQuantArgsAttrs{Min: &one, Max: &zero}, x31), registry.ErrInvalidArgument, "min has to be smaller than max, was: 1 >= 0")
-	fqWantErr(t, run(fqArgsGrad, FakeQuantArgsAttrs{Min: &nan}, x31, x31), registry.ErrInvalidArgument, fqArgsGrad+": min has to be smaller than max")
+	testutil.WantErr(t, run(fqArgs, FakeQuantArgsAttrs{Min: &one, Max: &one}, x31), registry.ErrInvalidArgument, "min has to be smaller than max, was: 1 >= 1")
+	testutil.WantErr(t, run(fqArgs, FakeQuantArgsAttrs{Min: &one, Max: &zero}, x31), registry.ErrInvalidArgument, "min has to be smaller than max, was: 1 >= 0")
+	testutil.WantErr(t, run(fqArgsGrad, FakeQuantArgsAttrs{Min: &nan}, x31, x31), registry.ErrInvalidArgument, fqArgsGrad+": min has to be smaller than max")
 	// Gradient shape mismatches.
-	fqWantErr(t, run(fqArgsGrad, nil, v([]int{3}, 1, 2, 3), x31), registry.ErrShape, fqArgsGrad+":", "gradient and input must be the same size")
-	fqWantErr(t, run(fqVarsGrad, nil, v([]int{3}, 1, 2, 3), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsGrad+":", "gradient and input must be the same size")
-	fqWantErr(t, run(fqChannelGrad, nil, v([]int{1, 3}, 1, 2, 3), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannelGrad+":", "gradient and input must be the same size")
-	fqWantErr(t, run(fqChannelAdj, nil, v([]int{1, 3}, 1, 2, 3), v([]int{1}, 0), v([]int{1}, 0), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannelAdj+":", "gradient and input must be the same size")
-	fqWantErr(t, run(fqVarsAdj, nil, v([]int{3}, 1, 2, 3), v(nil, 0), v(nil, 0), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsAdj+":", "gradient and input must be the same size")
+	testutil.WantErr(t, run(fqArgsGrad, nil, v([]int{3}, 1, 2, 3), x31), registry.ErrShape, fqArgsGrad+":", "gradient and input must be the same size")
+	testutil.WantErr(t, run(fqVarsGrad, nil, v([]int{3}, 1, 2, 3), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsGrad+":", "gradient and input must be the same size")
+	testutil.WantErr(t, run(fqChannelGrad, nil, v([]int{1, 3}, 1, 2, 3), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannelGrad+":", "gradient and input must be the same size")
+	testutil.WantErr(t, run(fqChannelAdj, nil, v([]int{1, 3}, 1, 2, 3), v([]int{1}, 0), v([]int{1}, 0), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannelAdj+":", "gradient and input must be the same size")
+	testutil.WantErr(t, run(fqVarsAdj, nil, v([]int{3}, 1, 2, 3), v(nil, 0), v(nil, 0), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsAdj+":", "gradient and input must be the same size")
 	// Vars: rank-0 min/max.
-	fqWantErr(t, run(fqVars, nil, x31, v([]int{1}, 0), v(nil, 1)), registry.ErrShape, fqVars+":", "`min` must be rank 0 but is rank 1")
-	fqWantErr(t, run(fqVars, nil, x31, v(nil, 0), v([]int{1, 1}, 1)), registry.ErrShape, fqVars+":", "`max` must be rank 0 but is rank 2")
-	fqWantErr(t, run(fqVarsGrad, nil, x31, x31, v([]int{1}, 0), v(nil, 1)), registry.ErrShape, fqVarsGrad+":", "`min` must be rank 0")
-	fqWantErr(t, run(fqVarsAdj, nil, x31, v([]int{1}, 0), v(nil, 0), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsAdj+":", "`d_min` must be rank 0")
+	testutil.WantErr(t, run(fqVars, nil, x31, v([]int{1}, 0), v(nil, 1)), registry.ErrShape, fqVars+":", "`min` must be rank 0 but is rank 1")
+	testutil.WantErr(t, run(fqVars, nil, x31, v(nil, 0), v([]int{1, 1}, 1)), registry.ErrShape, fqVars+":", "`max` must be rank 0 but is rank 2")
+	testutil.WantErr(t, run(fqVarsGrad, nil, x31, x31, v([]int{1}, 0), v(nil, 1)), registry.ErrShape, fqVarsGrad+":", "`min` must be rank 0")
+	testutil.WantErr(t, run(fqVarsAdj, nil, x31, v([]int{1}, 0), v(nil, 0), x31, v(nil, 0), v(nil, 1)), registry.ErrShape, fqVarsAdj+":", "`d_min` must be rank 0")
 	// PerChannel: rank-0 inputs; gradient rank > 4.
-	fqWantErr(t, run(fqChannel, nil, v(nil, 1), v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "input must be at least rank 1")
-	fqWantErr(t, run(fqChannelGrad, nil, v(nil, 1), v(nil, 1), v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, "input must be at least rank 1")
+	testutil.WantErr(t, run(fqChannel, nil, v(nil, 1), v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, fqChannel+":", "input must be at least rank 1")
+	testutil.WantErr(t, run(fqChannelGrad, nil, v(nil, 1), v(nil, 1), v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, "input must be at least rank 1")
 	x5 := v([]int{1, 1, 1, 1, 2}, 1, 2)
-	fqWantErr(t, run(fqChannelGrad, nil, x5, x5, v([]int{2}, 0, 0), v([]int{2}, 1, 1)), registry.ErrShape, fqChannelGrad+":", "must be at most rank 4")
-	fqWantErr(t, run(fqChannelGrad, nil, x31, x31, v([]int{2}, 0, 0), v([]int{1}, 1)), registry.ErrShape, "min has incorrect size, expected 1 was 2")
-	fqWantErr(t, run(fqChannelAdj, nil, x31, v([]int{2}, 0, 0), v([]int{1}, 0), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, "d_min has incorrect size")
+	testutil.WantErr(t, run(fqChannelGrad, nil, x5, x5, v([]int{2}, 0, 0), v([]int{2}, 1, 1)), registry.ErrShape, fqChannelGrad+":", "must be at most rank 4")
+	testutil.WantErr(t, run(fqChannelGrad, nil, x31, x31, v([]int{2}, 0, 0), v([]int{1}, 1)), registry.ErrShape, "min has incorrect size, expected 1 was 2")
+	testutil.WantErr(t, run(fqChannelAdj, nil, x31, v([]int{2}, 0, 0), v([]int{1}, 0), x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrShape, "d_min has incorrect size")
 	// Dtypes.
-	m64 := fqT64(t, []int{1}, 0)
-	fqWantErr(t, run(fqChannel, nil, x31, m64, v([]int{1}, 1)), registry.ErrDtype, fqChannel+": min has dtype float64, expected float32")
-	fqWantErr(t, run(fqChannelGrad, nil, fqT64(t, []int{3, 1}, 1, 2, 3), x31, m64, m64), registry.ErrDtype, fqChannelGrad+": inputs has dtype float32")
-	fqWantErr(t, run(fqVars, nil, x31, fqT64(t, nil, 0), v(nil, 1)), registry.ErrDtype, fqVars)
-	fqWantErr(t, run(fqArgs, nil, fqT(t, []int{2}, []int32{1, 2})), registry.ErrDtype, fqArgs)
-	fqWantErr(t, run(fqArgsGrad, nil, x31, fqT64(t, []int{3, 1}, 1, 2, 3)), registry.ErrDtype, fqArgsGrad)
+	m64 := testutil.New(t, []int{1}, []float64{0})
+	testutil.WantErr(t, run(fqChannel, nil, x31, m64, v([]int{1}, 1)), registry.ErrDtype, fqChannel+": min has dtype float64, expected float32")
+	testutil.WantErr(t, run(fqChannelGrad, nil, testutil.New(t, []int{3, 1}, []float64{1, 2, 3}), x31, m64, m64), registry.ErrDtype, fqChannelGrad+": inputs has dtype float32")
+	testutil.WantErr(t, run(fqVars, nil, x31, testutil.New(t, nil, []float64{0}), v(nil, 1)), registry.ErrDtype, fqVars)
+	testutil.WantErr(t, run(fqArgs, nil, testutil.New(t, []int{2}, []int32{1, 2})), registry.ErrDtype, fqArgs)
+	testutil.WantErr(t, run(fqArgsGrad, nil, x31, testutil.New(t, []int{3, 1}, []float64{1, 2, 3})), registry.ErrDtype, fqArgsGrad)
 	// Input counts (checked by the registry).
-	fqWantErr(t, run(fqChannel, nil, x31), registry.ErrInvalidArgument, fqChannel)
+	testutil.WantErr(t, run(fqChannel, nil, x31), registry.ErrInvalidArgument, fqChannel)
 	// Attrs of the wrong type.
-	fqWantErr(t, run(fqChannel, FakeQuantArgsAttrs{}, x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrInvalidArgument, fqChannel)
-}
-
-func fqT[T tensorx.Elem](t testing.TB, shape []int, v []T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	testutil.WantErr(t, run(fqChannel, FakeQuantArgsAttrs{}, x31, v([]int{1}, 0), v([]int{1}, 1)), registry.ErrInvalidArgument, fqChannel)
 }
 
 // TestFakeQuantAttrs: TF defaults through the registry's attr parser, and
@@ -922,9 +770,9 @@ func TestFakeQuantAttrs(t *testing.T) {
 		t.Fatalf("Args attrs = %+v", aa)
 	}
 	// min 0 is honoured, not replaced by the default -6.
-	out := fqMustRun(t, fqArgs, aa, 1, fqT32(t, []int{3}, -1, 0.7, 2))
+	out := testutil.MustRun(t, fqArgs, aa, 1, testutil.New(t, []int{3}, []float32{-1, 0.7, 2}))
 	want := []float32{0, fqRef32(0.7, 0, 1.5, 4, true, false), 1.5}
-	fqBitsEqual(t, "Args min 0", out[0], want)
+	testutil.EqualBits(t, "Args min 0", out[0], want)
 	def, err = registry.Lookup(fqChannel)
 	if err != nil {
 		t.Fatal(err)
@@ -933,7 +781,7 @@ func TestFakeQuantAttrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fqRun(t, fqChannel, a, 1, fqT32(t, []int{1}, 1), fqT32(t, []int{1}, 0), fqT32(t, []int{1}, 1)); err == nil {
+	if _, err := testutil.Run(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{1}), testutil.New(t, []int{1}, []float32{0}), testutil.New(t, []int{1}, []float32{1})); err == nil {
 		t.Fatal("num_bits 17 from the parser was accepted")
 	}
 	a, err = def.ParseAttrs(nil)
@@ -956,7 +804,7 @@ func TestFakeQuantSamplesValid(t *testing.T) {
 				t.Fatalf("%s: %d samples", op, len(samples))
 			}
 			for _, s := range samples {
-				if _, err := fqRun(t, op, s.Attrs, 1, s.Inputs...); err != nil {
+				if _, err := testutil.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
 					t.Fatalf("%s sample %s: %v", op, s.Name, err)
 				}
 			}
@@ -999,42 +847,32 @@ func fqW8(b *testing.B) []*tensor.Dense {
 	for k := range mins {
 		mins[k], maxs[k] = float32(-2-r.Float64()), float32(2+r.Float64())
 	}
-	return []*tensor.Dense{fqT32(b, []int{n, h, w, c}, g...), fqT32(b, []int{n, h, w, c}, x...), fqT32(b, []int{c}, mins...), fqT32(b, []int{c}, maxs...)}
+	return []*tensor.Dense{testutil.New(b, []int{n, h, w, c}, g), testutil.New(b, []int{n, h, w, c}, x), testutil.New(b, []int{c}, mins), testutil.New(b, []int{c}, maxs)}
 }
-
-// fqReuseAlloc returns the same buffers on every call, like the tape's
-// arena in steady state.
-type fqReuseAlloc struct{ bufs map[string]*tensor.Dense }
-
-func (a *fqReuseAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	key := dt.String() + fqShapeString(shape)
-	if d, ok := a.bufs[key]; ok && !zeroed {
-		return d, nil
-	}
-	d, err := tensorx.Zeros(dt, shape)
-	if err == nil && !zeroed {
-		a.bufs[key] = d
-	}
-	return d, err
-}
-
-func (a *fqReuseAlloc) Release(*tensor.Dense) {}
 
 func benchW8(b *testing.B, backward bool) {
 	in := fqW8(b)
-	kc := &registry.KernelCtx{Alloc: &fqReuseAlloc{bufs: map[string]*tensor.Dense{}}, Threads: 1}
+	// Outputs go back to the pool, so every iteration reuses the same
+	// buffers, like the tape's arena in steady state.
+	alloc := &testutil.PoolAlloc{}
+	kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
 	fwd, _ := registry.Lookup(fqChannel)
 	bwd, _ := registry.Lookup(fqChannelGrad)
 	attrs := FakeQuantAttrs{NumBits: 8}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := registry.Run(fwd, kc, attrs, in[1:]); err != nil {
+	run := func(def *registry.OpDef, in []*tensor.Dense) {
+		out, err := registry.Run(def, kc, attrs, in)
+		if err != nil {
 			b.Fatal(err)
 		}
+		for _, d := range out {
+			alloc.Release(d)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run(fwd, in[1:])
 		if backward {
-			if _, err := registry.Run(bwd, kc, attrs, in); err != nil {
-				b.Fatal(err)
-			}
+			run(bwd, in)
 		}
 	}
 }

@@ -444,6 +444,14 @@ func fpGrain(cost int) int {
 // entries) into out [n,oh,ow,c]: per cell, a sum in T in row-major order
 // starting from 0, divided by the element count in T.
 func fpAvgPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, overlapping bool, out []T) {
+	fpPool(threads, x, n, h, w, c, rows, cols, overlapping, false, out)
+}
+
+// fpPool runs the average (isMax false) or the max pooling of x [n,h,w,c]
+// over the cells of rows/cols into out [n,oh,ow,c], rows of cells in
+// parallel. Cells of at most fpMaxFused pixels are combined in one pass
+// over the channels.
+func fpPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, overlapping, isMax bool, out []T) {
 	oh, ow := len(rows)-1, len(cols)-1
 	parallel.For(threads, n*oh, fpGrain(h*w*c/oh+1), func(lo, hi int) {
 		var offs [fpMaxFused]int
@@ -454,13 +462,22 @@ func fpAvgPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, 
 				c0, c1 := fpCell(cols, j, w, overlapping)
 				dst := out[(i*ow+j)*c:][:c]
 				cnt := max(0, int(r1-r0+1)*int(c1-c0+1))
-				if cnt <= fpMaxFused {
+				fused := cnt <= fpMaxFused
+				if fused {
 					fpCellOffsets(offs[:cnt], b, h, w, c, r0, r1, c0, c1)
-					fpSumCell(dst, x, offs[:cnt])
-				} else {
-					fpSumCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
 				}
-				fpDivide(dst, cnt)
+				switch {
+				case isMax && fused:
+					fpMaxCell(dst, x, offs[:cnt])
+				case isMax:
+					fpMaxCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
+				case fused:
+					fpSumCell(dst, x, offs[:cnt])
+					fpDivide(dst, cnt)
+				default:
+					fpSumCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
+					fpDivide(dst, cnt)
+				}
 			}
 		}
 	})
@@ -623,9 +640,16 @@ func fpDivideFloat[F float32 | float64](d []F, cnt int) {
 }
 
 func fpAvgKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	return fpForwardKernel[T](kc, fpAvgName, "average", false, attrs, in)
+}
+
+// fpForwardKernel is the kernel of FractionalAvgPool (isMax false) and
+// FractionalMaxPool (kind names the pooling in errors): it draws the
+// sequences and pools.
+func fpForwardKernel[T fpNum](kc *registry.KernelCtx, op, kind string, isMax bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	a := attrs.(FractionalPoolAttrs)
 	x := in[0]
-	oh, ow, err := fpCheckForward(fpAvgName, "average", a, x)
+	oh, ow, err := fpCheckForward(op, kind, a, x)
 	if err != nil {
 		return nil, err
 	}
@@ -634,7 +658,7 @@ func fpAvgKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Dense)
 	if err != nil {
 		return nil, err
 	}
-	fpAvgPool(kc.NumThreads(), data[T](x), n, h, w, c, data[int64](rows), data[int64](cols), a.Overlapping, data[T](out))
+	fpPool(kc.NumThreads(), data[T](x), n, h, w, c, data[int64](rows), data[int64](cols), a.Overlapping, isMax, data[T](out))
 	return []*tensor.Dense{out, rows, cols}, nil
 }
 
@@ -1024,39 +1048,26 @@ func fpLowest[T fpNum]() T {
 // [n,oh,ow,c]: the cell's first element, replaced by every later greater
 // one in row-major order.
 func fpMaxPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, overlapping bool, out []T) {
-	oh, ow := len(rows)-1, len(cols)-1
-	parallel.For(threads, n*oh, fpGrain(h*w*c/oh+1), func(lo, hi int) {
-		var offs [fpMaxFused]int
-		for i := lo; i < hi; i++ {
-			b, a := i/oh, i%oh
-			r0, r1 := fpCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpCell(cols, j, w, overlapping)
-				dst := out[(i*ow+j)*c:][:c]
-				cnt := max(0, int(r1-r0+1)*int(c1-c0+1))
-				if cnt <= fpMaxFused {
-					fpCellOffsets(offs[:cnt], b, h, w, c, r0, r1, c0, c1)
-					fpMaxCell(dst, x, offs[:cnt])
-					continue
-				}
-				first := true
-				for r := int(r0); r <= int(r1); r++ {
-					base := (b*h + r) * w
-					for cc := int(c0); cc <= int(c1); cc++ {
-						src := x[(base+cc)*c:][:c]
-						if first {
-							copy(dst, src)
-							first = false
-							continue
-						}
-						for k, v := range src {
-							dst[k] = fpGreater(v, dst[k])
-						}
-					}
-				}
+	fpPool(threads, x, n, h, w, c, rows, cols, overlapping, true, out)
+}
+
+// fpMaxCellLarge is fpMaxCell for cells of more than fpMaxFused pixels.
+func fpMaxCellLarge[T fpNum](dst, x []T, b, h, w, c int, r0, r1, c0, c1 int64) {
+	first := true
+	for r := int(r0); r <= int(r1); r++ {
+		base := (b*h + r) * w
+		for cc := int(c0); cc <= int(c1); cc++ {
+			src := x[(base+cc)*c:][:len(dst)]
+			if first {
+				copy(dst, src)
+				first = false
+				continue
+			}
+			for k, v := range src {
+				dst[k] = fpGreater(v, dst[k])
 			}
 		}
-	})
+	}
 }
 
 // fpGreater returns v if v > m, else m: the max-pooling scan's step
@@ -1081,6 +1092,9 @@ func fpGreater[T fpNum](v, m T) T {
 // fpMaxCell sets dst to the max-pooling scan over x[offs[0]:],
 // x[offs[1]:], ... elementwise (first element, then every greater one).
 // An empty cell gives T's lowest value, as TensorFlow's initialisation.
+// It and fpMaxInto unroll like fpSumCell and fpAddCell with another
+// operation: near-copies on purpose, the operation inlined in the inner
+// loops (a function value there would cost a call per element).
 func fpMaxCell[T fpNum](dst, x []T, offs []int) {
 	switch len(offs) {
 	case 0:
@@ -1141,19 +1155,7 @@ func fpMaxInto[T fpNum](dst, x []T, offs []int) {
 }
 
 func fpMaxKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	a := attrs.(FractionalPoolAttrs)
-	x := in[0]
-	oh, ow, err := fpCheckForward(fpMaxName, "max", a, x)
-	if err != nil {
-		return nil, err
-	}
-	n, h, w, c := fpDims4(x)
-	out, rows, cols, err := fpForwardOutputs(kc, a, x.Dtype(), n, h, w, c, oh, ow)
-	if err != nil {
-		return nil, err
-	}
-	fpMaxPool(kc.NumThreads(), data[T](x), n, h, w, c, data[int64](rows), data[int64](cols), a.Overlapping, data[T](out))
-	return []*tensor.Dense{out, rows, cols}, nil
+	return fpForwardKernel[T](kc, fpMaxName, "max", true, attrs, in)
 }
 
 // fpMaxGradCheck validates the inputs of FractionalMaxPoolGrad and

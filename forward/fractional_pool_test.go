@@ -5,143 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/philox"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-// ---------------------------------------------------------------------
-// Helpers.
-
-// fpNaNAlloc hands out fresh buffers filled with NaN (integers: a
-// sentinel) unless zeroed, so a kernel that leaves an element unwritten
-// fails the comparisons.
-type fpNaNAlloc struct{}
-
-func (fpNaNAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i, s := 0, d.Float32s(); i < len(s); i++ {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i, s := 0, d.Float64s(); i < len(s); i++ {
-			s[i] = math.NaN()
-		}
-	case tensor.Int32:
-		for i, s := 0, d.Int32s(); i < len(s); i++ {
-			s[i] = -0x5a5a5a5a
-		}
-	case tensor.Int64:
-		for i, s := 0, d.Int64s(); i < len(s); i++ {
-			s[i] = -0x5a5a5a5a5a5a5a5a
-		}
-	}
-	return d, nil
-}
-
-func (fpNaNAlloc) Release(*tensor.Dense) {}
-
-func fpKC(threads int, seed int64) *registry.KernelCtx {
-	return &registry.KernelCtx{Alloc: fpNaNAlloc{}, Threads: threads, Rand: rand.New(rand.NewSource(seed))}
-}
-
-func fpRun(t *testing.T, op string, kc *registry.KernelCtx, attrs any, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, kc, attrs, in)
-}
-
-func fpMustRun(t *testing.T, op string, kc *registry.KernelCtx, attrs any, in ...*tensor.Dense) []*tensor.Dense {
-	t.Helper()
-	out, err := fpRun(t, op, kc, attrs, in...)
-	if err != nil {
-		t.Fatalf("%s: %v", op, err)
-	}
-	return out
-}
-
-func fpTensor[T tensorx.Elem](t *testing.T, shape []int, v []T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, append([]T(nil), v...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func fpArange(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = float64(i + 1)
-	}
-	return v
-}
-
-func fpConvert[T fpNum](v []float64) []T {
-	out := make([]T, len(v))
-	for i, x := range v {
-		out[i] = T(x)
-	}
-	return out
-}
-
-func fpNear(t *testing.T, what string, got, want []float64, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if !(math.Abs(got[i]-want[i]) <= tol) {
-			t.Fatalf("%s: element %d = %v, want %v\ngot  %v\nwant %v", what, i, got[i], want[i], got, want)
-		}
-	}
-}
-
-func fpF64(t *testing.T, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// fpSameBits reports whether two slices are bit-identical.
-func fpSameBits[T fpNum](a, b []T) (int, bool) {
-	if len(a) != len(b) {
-		return -1, false
-	}
-	for i := range a {
-		switch x := any(a[i]).(type) {
-		case float32:
-			if math.Float32bits(x) != math.Float32bits(any(b[i]).(float32)) {
-				return i, false
-			}
-		case float64:
-			if math.Float64bits(x) != math.Float64bits(any(b[i]).(float64)) {
-				return i, false
-			}
-		default:
-			if a[i] != b[i] {
-				return i, false
-			}
-		}
-	}
-	return 0, true
-}
 
 // ---------------------------------------------------------------------
 // Naive references, written from the spec (§4, §5) one output element at
@@ -372,7 +244,7 @@ func TestFractionalPoolSequenceRandomMode(t *testing.T) {
 // the generator's first blocks, columns after the rows' reservation);
 // zero seeds draw from the context's source.
 func TestFractionalPoolSeeds(t *testing.T) {
-	x := fpTensor(t, []int{2, 23, 17, 3}, fpArange(2*23*17*3))
+	x := testutil.New(t, []int{2, 23, 17, 3}, testutil.Arange(2*23*17*3))
 	a := FractionalPoolAttrs{PoolingRatio: []float32{1, 1.44, 1.73, 1}, Deterministic: true, Seed: 123, Seed2: 456}
 	// Expected sequences straight from the generator.
 	g := philox.New(123, 456)
@@ -382,13 +254,13 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	for _, op := range []string{fpAvgName, fpMaxName} {
 		var first []*tensor.Dense
 		for i, threads := range []int{1, 4, 1} {
-			out := fpMustRun(t, op, fpKC(threads, int64(i)), a, x)
+			out := testutil.MustRunKC(t, testutil.SeededKC(threads, int64(i)), op, a, x)
 			if fmt.Sprint(out[1].Int64s()) != fmt.Sprint(wantRows) || fmt.Sprint(out[2].Int64s()) != fmt.Sprint(wantCols) {
 				t.Fatalf("%s: sequences %v %v, want %v %v", op, out[1].Int64s(), out[2].Int64s(), wantRows, wantCols)
 			}
 			if first == nil {
 				first = out
-			} else if _, ok := fpSameBits(out[0].Float64s(), first[0].Float64s()); !ok {
+			} else if testutil.BitDiff(out[0].Float64s(), first[0].Float64s(), false) >= 0 {
 				t.Fatalf("%s: output differs between calls/thread counts", op)
 			}
 		}
@@ -399,7 +271,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	seqs := map[string]bool{}
 	var ref string
 	for s := int64(0); s < 8; s++ {
-		out := fpMustRun(t, fpAvgName, fpKC(2, s), a, x)
+		out := testutil.MustRunKC(t, testutil.SeededKC(2, s), fpAvgName, a, x)
 		key := fmt.Sprint(out[1].Int64s(), out[2].Int64s())
 		seqs[key] = true
 		if s == 3 {
@@ -409,16 +281,16 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	if len(seqs) < 4 {
 		t.Fatalf("only %d distinct sequence pairs from 8 source seeds", len(seqs))
 	}
-	if out := fpMustRun(t, fpAvgName, fpKC(1, 3), a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
+	if out := testutil.MustRunKC(t, testutil.SeededKC(1, 3), fpAvgName, a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
 		t.Fatal("the same source seed gave different sequences")
 	}
 	// The draws use the source: two calls on one context differ.
-	kc := fpKC(1, 5)
-	o1 := fpMustRun(t, fpAvgName, kc, a, x)
+	kc := testutil.SeededKC(1, 5)
+	o1 := testutil.MustRunKC(t, kc, fpAvgName, a, x)
 	k1 := fmt.Sprint(o1[1].Int64s(), o1[2].Int64s())
 	differ := false
 	for i := 0; i < 5 && !differ; i++ {
-		o := fpMustRun(t, fpAvgName, kc, a, x)
+		o := testutil.MustRunKC(t, kc, fpAvgName, a, x)
 		differ = fmt.Sprint(o[1].Int64s(), o[2].Int64s()) != k1
 	}
 	if !differ {
@@ -427,7 +299,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	// Deterministic with zero seeds also draws from the source (no kernel
 	// instances to cache them in); a nil source is allowed.
 	a.Deterministic = true
-	if _, err := fpRun(t, fpAvgName, nil, a, x); err != nil {
+	if _, err := testutil.RunKC(t, nil, fpAvgName, a, x); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -440,7 +312,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 // 41/3 and 26/3, as does the generated [0, 2, 5]; non-overlapping [0, 2, 5]
 // gives 12.5 and 26/3.
 func TestFractionalAvgPoolSpecExample(t *testing.T) {
-	x := fpTensor(t, []int{1, 1, 5, 1}, []float64{20, 5, 16, 3, 7})
+	x := testutil.New(t, []int{1, 1, 5, 1}, []float64{20, 5, 16, 3, 7})
 	rows := fpInt64s(0, 1)
 	for _, c := range []struct {
 		cols        []int64
@@ -451,40 +323,37 @@ func TestFractionalAvgPoolSpecExample(t *testing.T) {
 		{[]int64{0, 2, 5}, true, []float64{41.0 / 3, 26.0 / 3}},
 		{[]int64{0, 2, 5}, false, []float64{12.5, 26.0 / 3}},
 	} {
-		out := fpMustRun(t, fpAvgSeqName, fpKC(1, 1), FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
-		fpNear(t, fmt.Sprintf("cols %v overlapping %v", c.cols, c.overlapping), out[0].Float64s(), c.want, 1e-15)
+		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
+		testutil.Near(t, fmt.Sprintf("cols %v overlapping %v", c.cols, c.overlapping), out[0].Float64s(), c.want, 1e-15)
 	}
 	// FAP6: the example through the gradient op.
-	out := fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{Overlapping: true},
-		fpInt64s(1, 1, 5, 1), fpTensor(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
-	fpNear(t, "FAP6", out[0].Float64s(), []float64{1, 1, 2, 1, 1}, 1e-15)
+	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 5, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	testutil.Near(t, "FAP6", out[0].Float64s(), []float64{1, 1, 2, 1, 1}, 1e-15)
 }
 
 // TestFractionalAvgPoolSpecVectors checks FAP2–FAP5 and FAP7.
 func TestFractionalAvgPoolSpecVectors(t *testing.T) {
-	x := fpTensor(t, []int{1, 4, 4, 1}, fpConvert[float32](fpArange(16)))
+	x := testutil.New(t, []int{1, 4, 4, 1}, testutil.Convert[float32](testutil.Arange(16)))
 	for _, pseudo := range []bool{false, true} {
 		for _, seed := range []int64{1, 77} {
 			a := FractionalPoolAttrs{PoolingRatio: []float32{1, 2, 2, 1}, PseudoRandom: pseudo, Deterministic: true, Seed: seed, Seed2: 1}
-			out := fpMustRun(t, fpAvgName, fpKC(1, 1), a, x) // FAP2
-			fpNear(t, "FAP2", fpF64(t, out[0]), []float64{3.5, 5.5, 11.5, 13.5}, 0)
+			out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP2
+			testutil.Near(t, "FAP2", testutil.Float64s(t, out[0]), []float64{3.5, 5.5, 11.5, 13.5}, 0)
 			if fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != "[0 2 4] [0 2 4]" {
 				t.Fatalf("FAP2 sequences %v %v", out[1].Int64s(), out[2].Int64s())
 			}
 			a.Overlapping = true
-			out = fpMustRun(t, fpAvgName, fpKC(1, 1), a, x) // FAP3
-			fpNear(t, "FAP3", fpF64(t, out[0]), []float64{6, 7.5, 12, 13.5}, 0)
+			out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP3
+			testutil.Near(t, "FAP3", testutil.Float64s(t, out[0]), []float64{6, 7.5, 12, 13.5}, 0)
 		}
 	}
 	// FAP4.
-	out := fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{},
-		fpInt64s(1, 4, 4, 1), fpTensor(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
-	fpNear(t, "FAP4", out[0].Float64s(), []float64{.25, .25, .5, .5, .25, .25, .5, .5, .75, .75, 1, 1, .75, .75, 1, 1}, 1e-15)
+	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 4, 4, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
+	testutil.Near(t, "FAP4", out[0].Float64s(), []float64{.25, .25, .5, .5, .25, .25, .5, .5, .75, .75, 1, 1, .75, .75, 1, 1}, 1e-15)
 	// FAP5.
-	out = fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{Overlapping: true},
-		fpInt64s(1, 5, 5, 1), fpTensor(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
+	out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 5, 5, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
 	third := 1.0 / 3
-	fpNear(t, "FAP5", out[0].Float64s(), []float64{
+	testutil.Near(t, "FAP5", out[0].Float64s(), []float64{
 		third, third, 1, 2 * third, 2 * third,
 		third, third, 1, 2 * third, 2 * third,
 		4 * third, 4 * third, 10 * third, 2, 2,
@@ -495,13 +364,13 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Int32, tensor.Int64} {
 		var xi *tensor.Dense
 		if dt == tensor.Int32 {
-			xi = fpTensor(t, []int{1, 6, 6, 1}, fpConvert[int32](fpArange(36)))
+			xi = testutil.New(t, []int{1, 6, 6, 1}, testutil.Convert[int32](testutil.Arange(36)))
 		} else {
-			xi = fpTensor(t, []int{1, 6, 6, 1}, fpConvert[int64](fpArange(36)))
+			xi = testutil.New(t, []int{1, 6, 6, 1}, testutil.Convert[int64](testutil.Arange(36)))
 		}
 		a := FractionalPoolAttrs{PoolingRatio: []float32{1, float32(math.Sqrt(3)), float32(math.Sqrt(2)), 1},
 			PseudoRandom: true, Overlapping: true, Deterministic: true, Seed: 5}
-		out := fpMustRun(t, fpAvgName, fpKC(1, 1), a, xi)
+		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, xi)
 		if out[0].Dtype() != dt || fmt.Sprint(out[0].Shape()) != "(1, 3, 4, 1)" ||
 			fmt.Sprint(out[1].Shape()) != "(4)" || fmt.Sprint(out[2].Shape()) != "(5)" {
 			t.Fatalf("FAP7 %v: shapes %v %v %v", dt, out[0].Shape(), out[1].Shape(), out[2].Shape())
@@ -557,7 +426,7 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 		}
 		name := fmt.Sprintf("%v/%v/pseudo=%v/ov=%v", c.shape, c.attrs.PoolingRatio, c.attrs.PseudoRandom, c.attrs.Overlapping)
 		for _, threads := range []int{1, 3} {
-			out := fpMustRun(t, fpAvgName, fpKC(threads, 1), c.attrs, fpTensor(t, c.shape, xv))
+			out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
 			rows, cols := out[1].Int64s(), out[2].Int64s()
 			if err := fpSeqProps(rows, h, fpOutputSize(h, c.attrs.PoolingRatio[1])); err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -566,18 +435,17 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			fpCheckAvg(t, name+"/f64", out[0].Float64s(), fpRefAvg(xv, n, h, w, ch, rows, cols, c.attrs.Overlapping))
-			x32 := fpConvert[float32](xv)
-			o32 := fpMustRun(t, fpAvgName, fpKC(threads, 1), c.attrs, fpTensor(t, c.shape, x32))
+			x32 := testutil.Convert[float32](xv)
+			o32 := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
 			fpCheckAvg(t, name+"/f32", o32[0].Float32s(), fpRefAvg(x32, n, h, w, ch, rows, cols, c.attrs.Overlapping))
-			xi := fpConvert[int32](xv)
-			oi := fpMustRun(t, fpAvgName, fpKC(threads, 1), c.attrs, fpTensor(t, c.shape, xi))
+			xi := testutil.Convert[int32](xv)
+			oi := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
 			fpCheckAvg(t, name+"/i32", oi[0].Int32s(), fpRefAvg(xi, n, h, w, ch, rows, cols, c.attrs.Overlapping))
-			xl := fpConvert[int64](xv)
-			ol := fpMustRun(t, fpAvgName, fpKC(threads, 1), c.attrs, fpTensor(t, c.shape, xl))
+			xl := testutil.Convert[int64](xv)
+			ol := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
 			fpCheckAvg(t, name+"/i64", ol[0].Int64s(), fpRefAvg(xl, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			// Same input through the sequences op.
-			os := fpMustRun(t, fpAvgSeqName, fpKC(threads, 1), FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping},
-				fpTensor(t, c.shape, x32), out[1], out[2])
+			os := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), out[1], out[2])
 			fpCheckAvg(t, name+"/seq-f32", os[0].Float32s(), o32[0].Float32s())
 		}
 	}
@@ -585,10 +453,10 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 
 func fpCheckAvg[T fpNum](t *testing.T, name string, got, want []T) {
 	t.Helper()
-	if i, ok := fpSameBits(got, want); !ok {
-		if i < 0 {
-			t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-		}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
+	}
+	if i := testutil.BitDiff(got, want, false); i >= 0 {
 		t.Fatalf("%s: element %d = %v, want %v", name, i, got[i], want[i])
 	}
 }
@@ -596,8 +464,8 @@ func fpCheckAvg[T fpNum](t *testing.T, name string, got, want []T) {
 // TestFractionalAvgPoolIntegerTruncation checks integer averages truncate
 // toward zero, negative sums included.
 func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
-	x := fpTensor(t, []int{1, 1, 6, 1}, []int32{-3, -4, 5, 2, 7, -1})
-	out := fpMustRun(t, fpAvgSeqName, fpKC(1, 1), FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
+	x := testutil.New(t, []int{1, 1, 6, 1}, []int32{-3, -4, 5, 2, 7, -1})
+	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
 	// (-7)/2 = -3, 7/2 = 3, 6/2 = 3.
 	if fmt.Sprint(out[0].Int32s()) != "[-3 3 3]" {
 		t.Fatalf("int32 averages %v, want [-3 3 3]", out[0].Int32s())
@@ -609,19 +477,17 @@ func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
 // backward.
 func TestFractionalAvgPoolSignedZero(t *testing.T) {
 	nz := math.Copysign(0, -1)
-	x := fpTensor(t, []int{1, 1, 4, 1}, []float64{nz, nz, nz, 1})
-	out := fpMustRun(t, fpAvgSeqName, fpKC(1, 1), FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	x := testutil.New(t, []int{1, 1, 4, 1}, []float64{nz, nz, nz, 1})
+	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := out[0].Float64s(); math.Signbit(v[0]) || math.Signbit(v[1]) {
 		t.Fatalf("forward of −0 cells: %v", v)
 	}
-	g := fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1),
-		fpTensor(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := g[0].Float32s(); math.Signbit(float64(v[0])) || math.Signbit(float64(v[2])) || v[3] != 2 {
 		t.Fatalf("gradient of −0: %v", v)
 	}
 	// Overlapping: single and multiple contributions.
-	g = fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1),
-		fpTensor(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	g = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	for i, v := range g[0].Float64s() {
 		if v != 0 || math.Signbit(v) {
 			t.Fatalf("overlapping gradient of −0: element %d = %v", i, v)
@@ -667,17 +533,17 @@ func TestFractionalAvgPoolGrad(t *testing.T) {
 			a := FractionalPoolGradAttrs{Overlapping: ov}
 			for _, threads := range []int{1, 3} {
 				dyShape := []int{n, oh, ow, ch}
-				kc := func() *registry.KernelCtx { return fpKC(threads, 1) }
-				o := fpMustRun(t, fpAvgGradName, kc(), a, st, fpTensor(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				kc := func() *registry.KernelCtx { return testutil.SeededKC(threads, 1) }
+				o := testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f64", o[0].Float64s(), fpRefAvgGrad(dv, n, h, w, ch, rs, cs, ov))
-				d32 := fpConvert[float32](dv)
-				o = fpMustRun(t, fpAvgGradName, kc(), a, st, fpTensor(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				d32 := testutil.Convert[float32](dv)
+				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f32", o[0].Float32s(), fpRefAvgGrad(d32, n, h, w, ch, rs, cs, ov))
-				di := fpConvert[int32](dv)
-				o = fpMustRun(t, fpAvgGradName, kc(), a, st, fpTensor(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				di := testutil.Convert[int32](dv)
+				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i32", o[0].Int32s(), fpRefAvgGrad(di, n, h, w, ch, rs, cs, ov))
-				dl := fpConvert[int64](dv)
-				o = fpMustRun(t, fpAvgGradName, kc(), a, st, fpTensor(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				dl := testutil.Convert[int64](dv)
+				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i64", o[0].Int64s(), fpRefAvgGrad(dl, n, h, w, ch, rs, cs, ov))
 			}
 		}
@@ -694,9 +560,8 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 		ov := i%2 == 1
 		x := randDense(r, n, h, w, c)
 		y := randDense(r, n, len(rows)-1, len(cols)-1, c)
-		px := fpMustRun(t, fpAvgSeqName, fpKC(1, 1), FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
-		gy := fpMustRun(t, fpAvgGradName, fpKC(1, 1), FractionalPoolGradAttrs{Overlapping: ov},
-			fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
+		px := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		gy := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
 		l, rr := 0.0, 0.0
 		for k, v := range px.Float64s() {
 			l += v * y.Float64s()[k]
@@ -718,14 +583,12 @@ func TestFractionalAvgPoolGradSmallerBatch(t *testing.T) {
 	rows, cols := []int64{0, 2, 5}, []int64{0, 3, 4}
 	dy := randDense(r, 1, 2, 2, 3)
 	for _, ov := range []bool{false, true} {
-		o := fpMustRun(t, fpAvgGradName, fpKC(2, 1), FractionalPoolGradAttrs{Overlapping: ov},
-			fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
+		o := testutil.MustRunKC(t, testutil.SeededKC(2, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
 		want := fpRefAvgGrad(dy.Float64s(), 1, 5, 4, 3, rows, cols, ov)
 		want = append(want, make([]float64, 2*5*4*3)...)
 		fpCheckAvg(t, fmt.Sprintf("ov=%v", ov), o, want)
 		x := randDense(r, 3, 5, 4, 3)
-		p := fpMustRun(t, fpAvgSeqName, fpKC(2, 1), FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1},
-			x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		p := testutil.MustRunKC(t, testutil.SeededKC(2, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		if fmt.Sprint(p.Shape()) != "(1, 2, 2, 3)" {
 			t.Fatalf("output_batch 1: shape %v", p.Shape())
 		}
@@ -750,9 +613,9 @@ func TestFractionalMaxPool(t *testing.T) {
 		ga := FractionalPoolGradAttrs{Overlapping: c.attrs.Overlapping}
 		for _, threads := range []int{1, 3} {
 			fpMaxCheck(t, name+"/f64", threads, c.attrs, ga, c.shape, xv, r)
-			fpMaxCheck(t, name+"/f32", threads, c.attrs, ga, c.shape, fpConvert[float32](xv), r)
-			fpMaxCheck(t, name+"/i32", threads, c.attrs, ga, c.shape, fpConvert[int32](xv), r)
-			fpMaxCheck(t, name+"/i64", threads, c.attrs, ga, c.shape, fpConvert[int64](xv), r)
+			fpMaxCheck(t, name+"/f32", threads, c.attrs, ga, c.shape, testutil.Convert[float32](xv), r)
+			fpMaxCheck(t, name+"/i32", threads, c.attrs, ga, c.shape, testutil.Convert[int32](xv), r)
+			fpMaxCheck(t, name+"/i64", threads, c.attrs, ga, c.shape, testutil.Convert[int64](xv), r)
 		}
 	}
 }
@@ -760,8 +623,8 @@ func TestFractionalMaxPool(t *testing.T) {
 func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoolAttrs, ga FractionalPoolGradAttrs, shape []int, xv []T, r *rand.Rand) {
 	t.Helper()
 	n, h, w, c := shape[0], shape[1], shape[2], shape[3]
-	x := fpTensor(t, shape, xv)
-	out := fpMustRun(t, fpMaxName, fpKC(threads, 1), a, x)
+	x := testutil.New(t, shape, xv)
+	out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxName, a, x)
 	y, rows, cols := out[0], out[1], out[2]
 	rs, cs := rows.Int64s(), cols.Int64s()
 	am := fpRefArgmax(xv, n, h, w, c, rs, cs, a.Overlapping)
@@ -779,7 +642,7 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 	for i, p := range am { // scatter in output order, in T
 		want[p] += dyv[i]
 	}
-	g := fpMustRun(t, fpMaxGradName, fpKC(threads, 1), ga, x, y, fpTensor(t, tensorx.Shape(y), dyv), rows, cols)
+	g := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxGradName, ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
 	fpCheckAvg(t, name+"/grad", tensorx.MustSlice[T](g[0]), want)
 	gv := make([]T, len(xv))
 	for i := range gv {
@@ -789,7 +652,7 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 	for i, p := range am {
 		wantGG[i] = gv[p]
 	}
-	gg := fpMustRun(t, fpMaxGradGradName, fpKC(threads, 1), ga, x, y, fpTensor(t, shape, gv), rows, cols)
+	gg := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxGradGradName, ga, x, y, testutil.New(t, shape, gv), rows, cols)
 	fpCheckAvg(t, name+"/gradgrad", tensorx.MustSlice[T](gg[0]), wantGG)
 }
 
@@ -798,33 +661,31 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 // gradient, and NaN follows TensorFlow's gradient scan.
 func TestFractionalMaxPoolTies(t *testing.T) {
 	// One 2x2 cell with maxima at (0,1) and (1,0): (0,1) comes first.
-	x := fpTensor(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
-	y := fpTensor(t, []int{1, 1, 1, 1}, []float64{5})
-	g := fpMustRun(t, fpMaxGradName, fpKC(1, 1), FractionalPoolGradAttrs{}, x, y, fpTensor(t, []int{1, 1, 1, 1}, []float64{3}),
-		fpInt64s(0, 2), fpInt64s(0, 2))
+	x := testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
+	y := testutil.New(t, []int{1, 1, 1, 1}, []float64{5})
+	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, x, y, testutil.New(t, []int{1, 1, 1, 1}, []float64{3}), fpInt64s(0, 2), fpInt64s(0, 2))
 	if fmt.Sprint(g[0].Float64s()) != "[0 3 0 0]" {
 		t.Fatalf("tie gradient %v, want [0 3 0 0]", g[0].Float64s())
 	}
 	// Overlapping cells sharing a maximum add both gradients there.
-	x = fpTensor(t, []int{1, 1, 5, 1}, []float64{1, 2, 9, 3, 4})
-	out := fpMustRun(t, fpMaxGradName, fpKC(1, 1), FractionalPoolGradAttrs{Overlapping: true}, x,
-		fpTensor(t, []int{1, 1, 2, 1}, []float64{9, 9}), fpTensor(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	x = testutil.New(t, []int{1, 1, 5, 1}, []float64{1, 2, 9, 3, 4})
+	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{Overlapping: true}, x, testutil.New(t, []int{1, 1, 2, 1}, []float64{9, 9}), testutil.New(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
 	if fmt.Sprint(out[0].Float64s()) != "[0 0 11 0 0]" {
 		t.Fatalf("shared maximum gradient %v, want [0 0 11 0 0]", out[0].Float64s())
 	}
 	// NaN: a NaN first element is the maximum; a later NaN is skipped.
 	nan := math.NaN()
-	x = fpTensor(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	p := fpMustRun(t, fpAvgSeqName, fpKC(1, 1), FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	x = testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
+	p := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	if v := p[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 0.5*(1+nan) && !math.IsNaN(v[1]) {
 		t.Fatalf("average with NaN: %v", v)
 	}
-	xm := fpTensor(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	ym := fpMustRun(t, fpMaxName, fpKC(1, 1), FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
+	xm := testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
+	ym := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
 	if v := ym[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 1 {
 		t.Fatalf("max with NaN: %v, want [NaN 1]", v)
 	}
-	gm := fpMustRun(t, fpMaxGradName, fpKC(1, 1), FractionalPoolGradAttrs{}, xm, ym[0], fpTensor(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
+	gm := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, xm, ym[0], testutil.New(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
 	if fmt.Sprint(gm[0].Float64s()) != "[2 0 3 0]" {
 		t.Fatalf("max gradient with NaN: %v, want [2 0 3 0]", gm[0].Float64s())
 	}
@@ -845,13 +706,13 @@ type fpErrCase struct {
 func fpErrCases(t *testing.T) []fpErrCase {
 	f64 := func(shape ...int) *tensor.Dense {
 		n, _ := tensorx.Numel(shape)
-		return fpTensor(t, shape, make([]float64, n))
+		return testutil.New(t, shape, make([]float64, n))
 	}
 	ratio := func(r ...float32) FractionalPoolAttrs { return FractionalPoolAttrs{PoolingRatio: r} }
 	x := f64(1, 6, 6, 2)
 	ga := FractionalPoolGradAttrs{Overlapping: true}
 	st := fpInt64s(2, 2, 2, 2)
-	dy := fpTensor(t, []int{1, 2, 3, 2}, fpArange(12))
+	dy := testutil.New(t, []int{1, 2, 3, 2}, testutil.Arange(12))
 	var cs []fpErrCase
 	for _, op := range []string{fpAvgName, fpMaxName} {
 		kind := "average"
@@ -869,11 +730,11 @@ func fpErrCases(t *testing.T) []fpErrCase {
 			fpErrCase{"seed-not-deterministic", op, FractionalPoolAttrs{PoolingRatio: []float32{1, 2, 2, 1}, Seed2: 3},
 				[]*tensor.Dense{x}, registry.ErrInvalidArgument, "Both seed and seed2 should be 0 if deterministic is false."},
 			fpErrCase{"rank", op, ratio(1, 2, 2, 1), []*tensor.Dense{f64(6, 6, 2)}, registry.ErrShape, "tensor_in must be 4-dimensional"},
-			fpErrCase{"FAPE1", op, ratio(1, 1.44, 1.73, 1), []*tensor.Dense{fpTensor(t, []int{1, 1, 1, 4}, []int64{1, 4, 2, 3})},
+			fpErrCase{"FAPE1", op, ratio(1, 1.44, 1.73, 1), []*tensor.Dense{testutil.New(t, []int{1, 1, 1, 4}, []int64{1, 4, 2, 3})},
 				registry.ErrInvalidArgument, "Pooling ratio is higher than input dimension size for dimension 1. Input dim size: 1 pooling ratio: 1.44"},
 			fpErrCase{"empty-batch", op, ratio(1, 2, 2, 1), []*tensor.Dense{f64(0, 6, 6, 2)}, registry.ErrInvalidArgument, "for dimension 0"},
 			fpErrCase{"empty-depth", op, ratio(1, 2, 2, 1), []*tensor.Dense{f64(1, 6, 6, 0)}, registry.ErrInvalidArgument, "for dimension 3"},
-			fpErrCase{"dtype", op, ratio(1, 2, 2, 1), []*tensor.Dense{fpTensor(t, []int{1, 2, 2, 1}, []bool{true, false, true, false})}, registry.ErrDtype, "no kernel"},
+			fpErrCase{"dtype", op, ratio(1, 2, 2, 1), []*tensor.Dense{testutil.New(t, []int{1, 2, 2, 1}, []bool{true, false, true, false})}, registry.ErrDtype, "no kernel"},
 		)
 	}
 	ag := fpAvgGradName
@@ -883,17 +744,17 @@ func fpErrCases(t *testing.T) []fpErrCase {
 		fpErrCase{"FAPE6", ag, ga, []*tensor.Dense{fpInt64s(-1879048192, -1879048192, -1879048192, -1879048192), f64(0, 0, 0, 0), fpInt64s(1, 1, 1, 1), fpInt64s(1, 1, 1, 1)},
 			registry.ErrInvalidArgument, "out_backprop must be positive for all dimension"},
 		fpErrCase{"shape-len", ag, ga, []*tensor.Dense{fpInt64s(2, 2, 2), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrShape, "original input tensor shape must be1-dimensional and 4 elements"},
-		fpErrCase{"shape-dtype", ag, ga, []*tensor.Dense{fpTensor(t, []int{4}, []int32{1, 2, 3, 2}), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrDtype, "orig_input_tensor_shape must be int64"},
+		fpErrCase{"shape-dtype", ag, ga, []*tensor.Dense{testutil.New(t, []int{4}, []int32{1, 2, 3, 2}), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrDtype, "orig_input_tensor_shape must be int64"},
 		fpErrCase{"dy-rank", ag, ga, []*tensor.Dense{st, f64(2, 3, 2), fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrShape, "out_backprop must be 4-dimensional"},
 		fpErrCase{"rows-short", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, fpInt64s(0, 1), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "row_seq_tensor must have at least 3 elements, but got 2"},
 		fpErrCase{"cols-short", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2)}, registry.ErrInvalidArgument, "col_seq_tensor must have at least 4 elements, but got 3"},
-		fpErrCase{"rows-rank", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, fpTensor(t, []int{1, 3}, []int64{0, 1, 2}), fpInt64s(0, 1, 2, 3)}, registry.ErrShape, "row_pooling_sequence must be a vector"},
-		fpErrCase{"rows-dtype", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, fpTensor(t, []int{3}, []int32{0, 1, 2}), fpInt64s(0, 1, 2, 3)}, registry.ErrDtype, "row_pooling_sequence must be int64"},
+		fpErrCase{"rows-rank", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, testutil.New(t, []int{1, 3}, []int64{0, 1, 2}), fpInt64s(0, 1, 2, 3)}, registry.ErrShape, "row_pooling_sequence must be a vector"},
+		fpErrCase{"rows-dtype", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, testutil.New(t, []int{3}, []int32{0, 1, 2}), fpInt64s(0, 1, 2, 3)}, registry.ErrDtype, "row_pooling_sequence must be int64"},
 		fpErrCase{"zero-rows", ag, ga, []*tensor.Dense{fpInt64s(1, 0, 4, 2), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "Rows dimension of input must not be 0"},
 		fpErrCase{"zero-depth", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 0), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "Depth dimension of input must not be 0"},
 		fpErrCase{"negative-dim", ag, ga, []*tensor.Dense{fpInt64s(1, -4, 4, 2), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "Expected a non-negative size, got -4"},
 		fpErrCase{"too-large", ag, ga, []*tensor.Dense{fpInt64s(1, 1<<40, 1<<40, 2), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "The total elements specified by orig_input_tensor_shape is too large"},
-		fpErrCase{"batch-too-large", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), fpTensor(t, []int{2, 2, 3, 2}, fpArange(24)), fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)},
+		fpErrCase{"batch-too-large", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), testutil.New(t, []int{2, 2, 3, 2}, testutil.Arange(24)), fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)},
 			registry.ErrInvalidArgument, "its batch must not exceed the input's"},
 		fpErrCase{"depth-mismatch", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 3), dy, fpInt64s(0, 1, 2), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "its depth must equal it"},
 		fpErrCase{"beyond-input", ag, ga, []*tensor.Dense{fpInt64s(1, 4, 4, 2), dy, fpInt64s(0, 1, 5), fpInt64s(0, 1, 2, 3)}, registry.ErrInvalidArgument, "row_pooling_sequence entry 2 is 5, beyond the input size 4"},
@@ -911,29 +772,29 @@ func fpErrCases(t *testing.T) []fpErrCase {
 		fpErrCase{"seq-batch-attr", sq, FractionalPoolSeqAttrs{OutputBatch: 2}, []*tensor.Dense{x, fpInt64s(0, 2, 4), fpInt64s(0, 2, 4)}, registry.ErrInvalidArgument, "output_batch 2 exceeds the batch 1"},
 		fpErrCase{"seq-negative", sq, sa, []*tensor.Dense{x, fpInt64s(-1, 2, 4), fpInt64s(0, 2, 4)}, registry.ErrInvalidArgument, "Row sequence tensor values must not be negative"},
 		fpErrCase{"seq-beyond", sq, sa, []*tensor.Dense{x, fpInt64s(0, 2, 7), fpInt64s(0, 2, 4)}, registry.ErrInvalidArgument, "beyond the input size 6"},
-		fpErrCase{"seq-dtype", sq, sa, []*tensor.Dense{x, fpInt64s(0, 2, 4), fpTensor(t, []int{3}, []float64{0, 2, 4})}, registry.ErrDtype, "col_pooling_sequence must be int64"},
+		fpErrCase{"seq-dtype", sq, sa, []*tensor.Dense{x, fpInt64s(0, 2, 4), testutil.New(t, []int{3}, []float64{0, 2, 4})}, registry.ErrDtype, "col_pooling_sequence must be int64"},
 	)
-	xm := fpTensor(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
-	ym := fpTensor(t, []int{1, 1, 1, 1}, []float64{5})
-	dm := fpTensor(t, []int{1, 1, 1, 1}, []float64{1})
+	xm := testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
+	ym := testutil.New(t, []int{1, 1, 1, 1}, []float64{5})
+	dm := testutil.New(t, []int{1, 1, 1, 1}, []float64{1})
 	r2 := fpInt64s(0, 2)
 	for _, op := range []string{fpMaxGradName, fpMaxGradGradName} {
 		g := dm
 		if op == fpMaxGradGradName {
-			g = fpTensor(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4})
+			g = testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4})
 		}
 		cs = append(cs,
 			fpErrCase{"x-rank", op, ga, []*tensor.Dense{f64(2, 2, 1), ym, g, r2, r2}, registry.ErrShape, "orig_input should be a tensor of rank 4"},
 			fpErrCase{"x-empty", op, ga, []*tensor.Dense{f64(0, 2, 2, 1), ym, g, r2, r2}, registry.ErrInvalidArgument, "orig_input must not be empty"},
 			fpErrCase{"y-rank", op, ga, []*tensor.Dense{xm, f64(1, 1, 1), g, r2, r2}, registry.ErrShape, "orig_output should be a tensor of rank 4"},
 			fpErrCase{"y-empty", op, ga, []*tensor.Dense{xm, f64(1, 0, 1, 1), g, r2, r2}, registry.ErrInvalidArgument, "orig_output must not be empty"},
-			fpErrCase{"y-dtype", op, ga, []*tensor.Dense{xm, fpTensor(t, []int{1, 1, 1, 1}, []float32{5}), g, r2, r2}, registry.ErrDtype, "input 1 has dtype float32"},
+			fpErrCase{"y-dtype", op, ga, []*tensor.Dense{xm, testutil.New(t, []int{1, 1, 1, 1}, []float32{5}), g, r2, r2}, registry.ErrDtype, "input 1 has dtype float32"},
 			fpErrCase{"y-batch", op, ga, []*tensor.Dense{xm, f64(2, 1, 1, 1), g, r2, r2}, registry.ErrInvalidArgument, "batch or depth"},
 			fpErrCase{"g-shape", op, ga, []*tensor.Dense{xm, ym, f64(1, 1, 2, 1), r2, r2}, registry.ErrShape, "must have shape"},
 			fpErrCase{"rows-short", op, ga, []*tensor.Dense{xm, ym, g, fpInt64s(0), r2}, registry.ErrInvalidArgument, "row_seq_tensor must have at least 2 elements"},
 			fpErrCase{"negative", op, ga, []*tensor.Dense{xm, ym, g, r2, fpInt64s(-1, 2)}, registry.ErrInvalidArgument, "Column sequence tensor values must not be negative"},
 			fpErrCase{"beyond", op, ga, []*tensor.Dense{xm, ym, g, fpInt64s(0, 3), r2}, registry.ErrInvalidArgument, "beyond the input size 2"},
-			fpErrCase{"stale-output", op, ga, []*tensor.Dense{xm, fpTensor(t, []int{1, 1, 1, 1}, []float64{4}), g, r2, r2}, registry.ErrInvalidArgument, "tensor_out_dup is not the same as tensor_out"},
+			fpErrCase{"stale-output", op, ga, []*tensor.Dense{xm, testutil.New(t, []int{1, 1, 1, 1}, []float64{4}), g, r2, r2}, registry.ErrInvalidArgument, "tensor_out_dup is not the same as tensor_out"},
 		)
 	}
 	return cs
@@ -945,22 +806,8 @@ func fpErrCases(t *testing.T) []fpErrCase {
 func TestFractionalPoolErrors(t *testing.T) {
 	for _, c := range fpErrCases(t) {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := fpRun(t, c.op, fpKC(2, 1), c.attr, c.in...)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if errors.Is(err, registry.ErrInternal) {
-				t.Fatalf("internal error (panic?): %v", err)
-			}
-			if !errors.Is(err, c.kind) {
-				t.Fatalf("error %q does not wrap %v", err, c.kind)
-			}
-			if !strings.HasPrefix(err.Error(), c.op+":") && !strings.Contains(err.Error(), c.op) {
-				t.Fatalf("error %q does not name %s", err, c.op)
-			}
-			if !strings.Contains(err.Error(), c.msg) {
-				t.Fatalf("error %q does not contain %q", err, c.msg)
-			}
+			_, err := testutil.RunKC(t, testutil.SeededKC(2, 1), c.op, c.attr, c.in...)
+			testutil.WantErr(t, err, c.kind, c.op, c.msg)
 		})
 	}
 }
@@ -993,39 +840,6 @@ func TestFractionalPoolAttrsParse(t *testing.T) {
 	}
 }
 
-// fpPoolAlloc recycles buffers by dtype and shape (a minimal arena for
-// benchmarks: no poisoning, no first-touch cost after the first call).
-type fpPoolAlloc struct{ free map[string][]*tensor.Dense }
-
-func (p *fpPoolAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	k := fmt.Sprint(dt, shape)
-	if l := p.free[k]; len(l) > 0 {
-		d := l[len(l)-1]
-		p.free[k] = l[:len(l)-1]
-		if zeroed {
-			switch dt {
-			case tensor.Float32:
-				clear(d.Float32s())
-			case tensor.Float64:
-				clear(d.Float64s())
-			case tensor.Int64:
-				clear(d.Int64s())
-			case tensor.Int32:
-				clear(d.Int32s())
-			case tensor.Bool:
-				clear(d.Bools())
-			}
-		}
-		return d, nil
-	}
-	return tensorx.Zeros(dt, shape)
-}
-
-func (p *fpPoolAlloc) Release(d *tensor.Dense) {
-	k := fmt.Sprint(d.Dtype(), []int(d.Shape()))
-	p.free[k] = append(p.free[k], d)
-}
-
 // BenchmarkFractionalPoolW9Kernels times the kernels of workload W9
 // (perf/WORKLOADS.md: float32 NHWC [32,32,32,64], ratio 1.44 → 22x22) on
 // one thread with recycled buffers: FractionalAvgPool forward, its
@@ -1044,7 +858,7 @@ func BenchmarkFractionalPoolW9Kernels(b *testing.B) {
 	dy, _ := tensorx.New([]int{32, 22, 22, 64}, dy32)
 	for _, ov := range []bool{false, true} {
 		a := FractionalPoolAttrs{PoolingRatio: []float32{1, 1.44, 1.44, 1}, Overlapping: ov, Deterministic: true, Seed: 1, Seed2: 2}
-		al := &fpPoolAlloc{free: map[string][]*tensor.Dense{}}
+		al := &testutil.PoolAlloc{}
 		kc := &registry.KernelCtx{Alloc: al, Threads: 1}
 		avg, _ := registry.Lookup(fpAvgName)
 		grad, _ := registry.Lookup(fpAvgGradName)
@@ -1104,7 +918,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 		for i := range v {
 			v[i] = float64(r.Intn(7) - 3)
 		}
-		return fpTensor(t, s, v)
+		return testutil.New(t, s, v)
 	}
 	seq := func() *tensor.Dense {
 		v := make([]int64, r.Intn(6))
@@ -1112,12 +926,12 @@ func TestFractionalPoolRobustness(t *testing.T) {
 			for i := 1; i < len(v); i++ {
 				v[i] = v[i-1] + 1 + int64(r.Intn(2))
 			}
-			return fpTensor(t, []int{len(v)}, v)
+			return testutil.New(t, []int{len(v)}, v)
 		}
 		for i := range v {
 			v[i] = int64(r.Intn(9) - 2)
 		}
-		return fpTensor(t, []int{len(v)}, v)
+		return testutil.New(t, []int{len(v)}, v)
 	}
 	ratio := func() []float32 {
 		v := make([]float32, 3+r.Intn(2))
@@ -1159,7 +973,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 			x := f64(shape())
 			in = []*tensor.Dense{x, f64(shape()), f64(shape()), seq(), seq()}
 			if r.Intn(2) == 0 && x.Dims() == 4 { // a consistent orig_output half the time
-				res, err := fpRun(t, fpMaxName, fpKC(1, 1), FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
+				res, err := testutil.RunKC(t, testutil.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
 				if err == nil {
 					g := in[2]
 					if op == fpMaxGradName {
@@ -1171,7 +985,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 				}
 			}
 		}
-		out, err := fpRun(t, op, fpKC(1+r.Intn(3), int64(i)), attrs, in...)
+		out, err := testutil.RunKC(t, testutil.SeededKC(1+r.Intn(3), int64(i)), op, attrs, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("case %d %s %+v: internal error %v", i, op, attrs, err)
 		}

@@ -79,34 +79,21 @@ type FusedBatchNormAttrs struct {
 }
 
 // Eps returns the epsilon attribute, or its default when unset.
-func (a FusedBatchNormAttrs) Eps() float32 {
-	if a.Epsilon == nil {
-		return bnDefaultEpsilon
-	}
-	return *a.Epsilon
-}
+func (a FusedBatchNormAttrs) Eps() float32 { return bnOr(a.Epsilon, bnDefaultEpsilon) }
 
 // AvgFactor returns the exponential_avg_factor attribute, or its default
 // when unset.
 func (a FusedBatchNormAttrs) AvgFactor() float32 {
-	if a.ExponentialAvgFactor == nil {
-		return bnDefaultAvgFactor
-	}
-	return *a.ExponentialAvgFactor
+	return bnOr(a.ExponentialAvgFactor, bnDefaultAvgFactor)
 }
 
 // Training returns the is_training attribute, or its default (true) when
 // unset.
-func (a FusedBatchNormAttrs) Training() bool { return a.IsTraining == nil || *a.IsTraining }
+func (a FusedBatchNormAttrs) Training() bool { return bnOr(a.IsTraining, true) }
 
 // Format returns the data_format attribute, or its default ("NHWC") when
 // unset.
-func (a FusedBatchNormAttrs) Format() string {
-	if a.DataFormat == "" {
-		return "NHWC"
-	}
-	return a.DataFormat
-}
+func (a FusedBatchNormAttrs) Format() string { return bnFormatOr(a.DataFormat) }
 
 // GradAttrs returns the attributes of the matching gradient op (same
 // epsilon, data format and mode), as TensorFlow's gradient passes them.
@@ -134,24 +121,30 @@ type FusedBatchNormGradAttrs struct {
 }
 
 // Eps returns the epsilon attribute, or its default when unset.
-func (a FusedBatchNormGradAttrs) Eps() float32 {
-	if a.Epsilon == nil {
-		return bnDefaultEpsilon
-	}
-	return *a.Epsilon
-}
+func (a FusedBatchNormGradAttrs) Eps() float32 { return bnOr(a.Epsilon, bnDefaultEpsilon) }
 
 // Training returns the is_training attribute, or its default (true) when
 // unset.
-func (a FusedBatchNormGradAttrs) Training() bool { return a.IsTraining == nil || *a.IsTraining }
+func (a FusedBatchNormGradAttrs) Training() bool { return bnOr(a.IsTraining, true) }
 
 // Format returns the data_format attribute, or its default ("NHWC") when
 // unset.
-func (a FusedBatchNormGradAttrs) Format() string {
-	if a.DataFormat == "" {
+func (a FusedBatchNormGradAttrs) Format() string { return bnFormatOr(a.DataFormat) }
+
+// bnOr returns *p, or def when p is nil (an unset pointer attr).
+func bnOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// bnFormatOr returns the data format f, or the default "NHWC" when unset.
+func bnFormatOr(f string) string {
+	if f == "" {
 		return "NHWC"
 	}
-	return a.DataFormat
+	return f
 }
 
 func init() {
@@ -271,6 +264,21 @@ func bnLayoutOf(op, name string, shape []int, format string) (bnLayout, error) {
 	return bnLayout{outer: outer, c: shape[rank-1], inner: 1}, nil
 }
 
+// bnCheckOp returns op's attrs (of type A) and data format after checking
+// the attrs' type, the format (bnCheckFormat) and the inputs' dtypes
+// (bnCheckDtypes).
+func bnCheckOp[A interface{ Format() string }](op string, attrs any, xi int, names []string, in []*tensor.Dense) (a A, format string, err error) {
+	a, ok := attrs.(A)
+	if !ok {
+		return a, "", registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be %T, got %T", op, a, attrs)
+	}
+	format = a.Format()
+	if err := bnCheckFormat(op, format); err != nil {
+		return a, "", err
+	}
+	return a, format, bnCheckDtypes(op, xi, names, in)
+}
+
 // bnCheckDtypes checks that every input has x's dtype (input xi).
 func bnCheckDtypes(op string, xi int, names []string, in []*tensor.Dense) error {
 	dt := in[xi].Dtype()
@@ -283,11 +291,13 @@ func bnCheckDtypes(op string, xi int, names []string, in []*tensor.Dense) error 
 	return nil
 }
 
-// bnCheck1D returns TensorFlow's "<what> must be 1-dimensional" error for
-// a tensor that is not a vector.
-func bnCheck1D(op, what string, t *tensor.Dense) error {
-	if len(t.Shape()) != 1 {
-		return registry.Errorf(registry.ErrInvalidArgument, "%s: %s must be 1-dimensional, got shape %s", op, what, bnShape(t.Shape()))
+// bnCheckAll1D returns TensorFlow's "<what> must be 1-dimensional" error
+// for the first of ts (named by whats) that is not a vector.
+func bnCheckAll1D(op string, whats []string, ts ...*tensor.Dense) error {
+	for i, t := range ts {
+		if len(t.Shape()) != 1 {
+			return registry.Errorf(registry.ErrInvalidArgument, "%s: %s must be 1-dimensional, got shape %s", op, whats[i], bnShape(t.Shape()))
+		}
 	}
 	return nil
 }
@@ -302,12 +312,15 @@ func bnCheckRank45(op, name string, t *tensor.Dense) error {
 	return nil
 }
 
-// bnCheckChannels returns TensorFlow's "<what> must have the same number of
-// elements as the channels of x" error.
-func bnCheckChannels(op, prefix, what string, t *tensor.Dense, c int) error {
-	if n := tensorx.Len(t); n != c {
-		return registry.Errorf(registry.ErrInvalidArgument, "%s: %s%s must have the same number of elements as the channels of x, got %d and %d",
-			op, prefix, what, n, c)
+// bnCheckAllChannels returns TensorFlow's "<what> must have the same
+// number of elements as the channels of x" error for the first of ts
+// (named by whats) that does not have c elements.
+func bnCheckAllChannels(op, prefix string, c int, whats []string, ts ...*tensor.Dense) error {
+	for i, t := range ts {
+		if n := tensorx.Len(t); n != c {
+			return registry.Errorf(registry.ErrInvalidArgument, "%s: %s%s must have the same number of elements as the channels of x, got %d and %d",
+				op, prefix, whats[i], n, c)
+		}
 	}
 	return nil
 }
@@ -401,35 +414,23 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 	v3 := op == bnOpV3
 	names := []string{"x", "scale", "offset", "mean", "variance"}
 	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-		a, ok := attrs.(FusedBatchNormAttrs)
-		if !ok {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be forward.FusedBatchNormAttrs, got %T", op, attrs)
-		}
-		format := a.Format()
-		if err := bnCheckFormat(op, format); err != nil {
-			return nil, err
-		}
-		if err := bnCheckDtypes(op, 0, names, in); err != nil {
+		a, format, err := bnCheckOp[FusedBatchNormAttrs](op, attrs, 0, names, in)
+		if err != nil {
 			return nil, err
 		}
 		x, scale, offset, mean, variance := in[0], in[1], in[2], in[3], in[4]
 		if err := bnCheckRank45(op, "x", x); err != nil {
 			return nil, err
 		}
-		for i, what := range []string{"scale", "offset", "estimated_mean", "estimated_variance"} {
-			if err := bnCheck1D(op, what, in[i+1]); err != nil {
-				return nil, err
-			}
+		if err := bnCheckAll1D(op, []string{"scale", "offset", "estimated_mean", "estimated_variance"}, in[1:5]...); err != nil {
+			return nil, err
 		}
 		l, err := bnLayoutOf(op, "x", x.Shape(), format)
 		if err != nil {
 			return nil, err
 		}
 		C := l.c
-		if err := bnCheckChannels(op, "", "scale", scale, C); err != nil {
-			return nil, err
-		}
-		if err := bnCheckChannels(op, "", "offset", offset, C); err != nil {
+		if err := bnCheckAllChannels(op, "", C, []string{"scale", "offset"}, scale, offset); err != nil {
 			return nil, err
 		}
 		training, factor := a.Training(), a.AvgFactor()
@@ -438,10 +439,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 			if training {
 				prefix = "When exponential_avg_factor != 1, "
 			}
-			if err := bnCheckChannels(op, prefix, "mean", mean, C); err != nil {
-				return nil, err
-			}
-			if err := bnCheckChannels(op, prefix, "variance", variance, C); err != nil {
+			if err := bnCheckAllChannels(op, prefix, C, []string{"mean", "variance"}, mean, variance); err != nil {
 				return nil, err
 			}
 		}
@@ -599,15 +597,8 @@ func bnNormalize[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, x, y, mu, 
 func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 	names := []string{"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"}
 	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-		a, ok := attrs.(FusedBatchNormGradAttrs)
-		if !ok {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: attrs must be forward.FusedBatchNormGradAttrs, got %T", op, attrs)
-		}
-		format := a.Format()
-		if err := bnCheckFormat(op, format); err != nil {
-			return nil, err
-		}
-		if err := bnCheckDtypes(op, 1, names, in); err != nil {
+		a, format, err := bnCheckOp[FusedBatchNormGradAttrs](op, attrs, 1, names, in)
+		if err != nil {
 			return nil, err
 		}
 		dy, x, scale, m, v := in[0], in[1], in[2], in[3], in[4]
@@ -617,13 +608,7 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 		if err := bnCheckRank45(op, "x", x); err != nil {
 			return nil, err
 		}
-		if err := bnCheck1D(op, "scale", scale); err != nil {
-			return nil, err
-		}
-		if err := bnCheck1D(op, "saved mean", m); err != nil {
-			return nil, err
-		}
-		if err := bnCheck1D(op, "saved variance", v); err != nil {
+		if err := bnCheckAll1D(op, []string{"scale", "saved mean", "saved variance"}, scale, m, v); err != nil {
 			return nil, err
 		}
 		if !tensorx.SameShape(x.Shape(), dy.Shape()) {
@@ -635,13 +620,7 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 			return nil, err
 		}
 		C := l.c
-		if err := bnCheckChannels(op, "", "scale", scale, C); err != nil {
-			return nil, err
-		}
-		if err := bnCheckChannels(op, "", "reserve_space_1", m, C); err != nil {
-			return nil, err
-		}
-		if err := bnCheckChannels(op, "", "reserve_space_2", v, C); err != nil {
+		if err := bnCheckAllChannels(op, "", C, []string{"scale", "reserve_space_1", "reserve_space_2"}, scale, m, v); err != nil {
 			return nil, err
 		}
 
@@ -650,17 +629,10 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 		if out[0], err = like(kc, x); err != nil {
 			return nil, err
 		}
-		if out[1], err = kc.Output(dt, C); err != nil {
-			return nil, err
-		}
-		if out[2], err = kc.Output(dt, C); err != nil {
-			return nil, err
-		}
-		if out[3], err = kc.Output(dt, 0); err != nil {
-			return nil, err
-		}
-		if out[4], err = kc.Output(dt, 0); err != nil {
-			return nil, err
+		for i, n := range []int{C, C, 0, 0} { // scale, offset backprops; empty reserve spaces
+			if out[i+1], err = kc.Output(dt, n); err != nil {
+				return nil, err
+			}
 		}
 		dscale, doffset := data[T](out[1]), data[T](out[2])
 		if l.size() == 0 {

@@ -1,137 +1,27 @@
 package forward
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
 	"runtime"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
 // ---------------------------------------------------------------------------
 // Helpers.
 
-// bnPoisonAlloc hands out NaN-filled buffers unless zeroed ones are asked
-// for, so an output element a kernel forgets to write fails the tests.
-type bnPoisonAlloc struct{}
-
-func (bnPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i, s := 0, d.Float32s(); i < len(s); i++ {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i, s := 0, d.Float64s(); i < len(s); i++ {
-			s[i] = math.NaN()
-		}
-	}
-	return d, nil
-}
-
-func (bnPoisonAlloc) Release(*tensor.Dense) {}
-
-func bnRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: bnPoisonAlloc{}, Threads: threads}, attrs, in)
-}
-
-// bnDense makes a tensor of dtype dt from float64 values (rounded for
-// float32).
-func bnDense(t testing.TB, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	var d *tensor.Dense
-	var err error
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		d, err = tensorx.New(shape, f)
-	} else {
-		d, err = tensorx.New(shape, append([]float64(nil), v...))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// bnRound returns v as the values a tensor of dtype dt holds.
-func bnRound(dt tensor.Dtype, v []float64) []float64 {
-	out := append([]float64(nil), v...)
-	if dt == tensor.Float32 {
-		for i, x := range out {
-			out[i] = float64(float32(x))
-		}
-	}
-	return out
-}
-
-func bnVals(t testing.TB, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func bnRandVals(r *rand.Rand, n int, scale, shift float64) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = shift + scale*r.NormFloat64()
-	}
-	return v
-}
-
 // bnClose compares got with want elementwise: |got − want| <= atol·max|want|
 // + atol + rtol·|want|. NaN matches NaN only.
 func bnClose(t testing.TB, what string, got, want []float64, atol, rtol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	scale := 0.0
-	for _, w := range want {
-		if !math.IsNaN(w) {
-			scale = math.Max(scale, math.Abs(w))
-		}
-	}
-	for i := range got {
-		g, w := got[i], want[i]
-		if math.IsNaN(w) || math.IsNaN(g) {
-			if !(math.IsNaN(w) && math.IsNaN(g)) {
-				t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
-			}
-			continue
-		}
-		if math.Abs(g-w) > atol*scale+atol+rtol*math.Abs(w) {
-			t.Fatalf("%s: element %d = %.9g, want %.9g (atol %g, rtol %g)", what, i, g, w, atol, rtol)
-		}
-	}
-}
-
-func bnShapeIs(t testing.TB, what string, d *tensor.Dense, want ...int) {
-	t.Helper()
-	if !tensorx.SameShape(d.Shape(), want) {
-		t.Fatalf("%s: shape %v, want %v", what, d.Shape(), want)
-	}
+	testutil.Close(t, what, got, want, testutil.Tol{Abs: atol, Rel: rtol, Scale: atol, NaN: true})
 }
 
 // ---------------------------------------------------------------------------
@@ -314,13 +204,13 @@ func TestFusedBatchNormForwardGrid(t *testing.T) {
 func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGridCase, md bnMode) {
 	n, _ := tensorx.Numel(gc.shape)
 	C, _ := bnRefChannel(gc.shape, gc.format)
-	x := bnRound(dt, bnRandVals(r, n, 2, 1.5))
-	scale := bnRound(dt, bnRandVals(r, C, 1, 0))
-	offset := bnRound(dt, bnRandVals(r, C, 1, 0))
+	x := testutil.Round(dt, testutil.RandVals(r, n, 2, 1.5))
+	scale := testutil.Round(dt, testutil.RandVals(r, C, 1, 0))
+	offset := testutil.Round(dt, testutil.RandVals(r, C, 1, 0))
 	mean, variance := []float64{}, []float64{}
 	if md.stats {
-		mean = bnRound(dt, bnRandVals(r, C, 1, 0.5))
-		variance = bnRound(dt, bnRandVals(r, C, 0.2, 1.5))
+		mean = testutil.Round(dt, testutil.RandVals(r, C, 1, 0.5))
+		variance = testutil.Round(dt, testutil.RandVals(r, C, 0.2, 1.5))
 	}
 	eps := float32(1e-3)
 	want := bnRefForward(x, gc.shape, gc.format, scale, offset, mean, variance, float64(eps), float64(md.factor), md.training)
@@ -330,9 +220,9 @@ func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc b
 	}
 	var first []*tensor.Dense
 	for _, threads := range []int{1, 3} {
-		out, err := bnRun(t, op, bnAttrs(gc.format, md.training, eps, md.factor), threads,
-			bnDense(t, dt, gc.shape, x), bnDense(t, dt, []int{C}, scale), bnDense(t, dt, []int{C}, offset),
-			bnDense(t, dt, []int{len(mean)}, mean), bnDense(t, dt, []int{len(variance)}, variance))
+		out, err := testutil.Run(t, op, bnAttrs(gc.format, md.training, eps, md.factor), threads,
+			testutil.Dense(t, dt, gc.shape, x), testutil.Dense(t, dt, []int{C}, scale), testutil.Dense(t, dt, []int{C}, offset),
+			testutil.Dense(t, dt, []int{len(mean)}, mean), testutil.Dense(t, dt, []int{len(variance)}, variance))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,18 +233,18 @@ func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc b
 		if len(out) != wantOut {
 			t.Fatalf("%d outputs, want %d", len(out), wantOut)
 		}
-		bnShapeIs(t, "y", out[0], gc.shape...)
+		testutil.ShapeIs(t, "y", out[0], gc.shape...)
 		for i := 1; i < 5; i++ {
-			bnShapeIs(t, fmt.Sprintf("output %d", i), out[i], C)
+			testutil.ShapeIs(t, fmt.Sprintf("output %d", i), out[i], C)
 		}
-		bnClose(t, "y", bnVals(t, out[0]), want.y, atol, rtol)
-		bnClose(t, "batch_mean", bnVals(t, out[1]), want.batchMean, atol, rtol)
-		bnClose(t, "batch_variance", bnVals(t, out[2]), want.batchVar, atol, rtol)
-		bnClose(t, "reserve_space_1", bnVals(t, out[3]), want.rs1, atol, rtol)
-		bnClose(t, "reserve_space_2", bnVals(t, out[4]), want.rs2, atol, rtol)
+		bnClose(t, "y", testutil.Float64s(t, out[0]), want.y, atol, rtol)
+		bnClose(t, "batch_mean", testutil.Float64s(t, out[1]), want.batchMean, atol, rtol)
+		bnClose(t, "batch_variance", testutil.Float64s(t, out[2]), want.batchVar, atol, rtol)
+		bnClose(t, "reserve_space_1", testutil.Float64s(t, out[3]), want.rs1, atol, rtol)
+		bnClose(t, "reserve_space_2", testutil.Float64s(t, out[4]), want.rs2, atol, rtol)
 		if op == bnOpV3 {
-			bnShapeIs(t, "reserve_space_3", out[5])
-			if v := bnVals(t, out[5]); v[0] != 0 {
+			testutil.ShapeIs(t, "reserve_space_3", out[5])
+			if v := testutil.Float64s(t, out[5]); v[0] != 0 {
 				t.Fatalf("reserve_space_3 = %v, want 0", v[0])
 			}
 		}
@@ -363,23 +253,11 @@ func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc b
 			continue
 		}
 		for i := range out {
-			if a, b := bnVals(t, first[i]), bnVals(t, out[i]); !bnBitEqual(a, b) {
+			if a, b := testutil.Float64s(t, first[i]), testutil.Float64s(t, out[i]); testutil.BitDiff(a, b, true) >= 0 {
 				t.Fatalf("output %d differs between 1 and %d threads", i, threads)
 			}
 		}
 	}
-}
-
-func bnBitEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
-			return false
-		}
-	}
-	return true
 }
 
 func TestFusedBatchNormGradGrid(t *testing.T) {
@@ -404,17 +282,17 @@ func TestFusedBatchNormGradGrid(t *testing.T) {
 func bnCheckGrad(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGridCase, training bool) {
 	n, _ := tensorx.Numel(gc.shape)
 	C, _ := bnRefChannel(gc.shape, gc.format)
-	x := bnRound(dt, bnRandVals(r, n, 2, 1.5))
-	dy := bnRound(dt, bnRandVals(r, n, 1, 0.2))
-	scale := bnRound(dt, bnRandVals(r, C, 1, 0))
+	x := testutil.Round(dt, testutil.RandVals(r, n, 2, 1.5))
+	dy := testutil.Round(dt, testutil.RandVals(r, n, 1, 0.2))
+	scale := testutil.Round(dt, testutil.RandVals(r, C, 1, 0))
 	var m, v []float64
 	if training {
 		// The forward's reserve spaces: batch mean and biased variance.
 		ref := bnRefForward(x, gc.shape, gc.format, scale, scale, nil, nil, 0, 1, true)
-		m, v = bnRound(dt, ref.rs1), bnRound(dt, ref.rs2)
+		m, v = testutil.Round(dt, ref.rs1), testutil.Round(dt, ref.rs2)
 	} else {
-		m = bnRound(dt, bnRandVals(r, C, 1, 0.5))
-		v = bnRound(dt, bnRandVals(r, C, 0.2, 1.5))
+		m = testutil.Round(dt, testutil.RandVals(r, C, 1, 0.5))
+		v = testutil.Round(dt, testutil.RandVals(r, C, 0.2, 1.5))
 	}
 	eps := float32(1e-3)
 	wdx, wds, wdo := bnRefGrad(dy, x, gc.shape, gc.format, scale, m, v, float64(eps), training)
@@ -424,32 +302,32 @@ func bnCheckGrad(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGr
 	}
 	var first []*tensor.Dense
 	for _, threads := range []int{1, 3} {
-		in := []*tensor.Dense{bnDense(t, dt, gc.shape, dy), bnDense(t, dt, gc.shape, x), bnDense(t, dt, []int{C}, scale),
-			bnDense(t, dt, []int{C}, m), bnDense(t, dt, []int{C}, v)}
+		in := []*tensor.Dense{testutil.Dense(t, dt, gc.shape, dy), testutil.Dense(t, dt, gc.shape, x), testutil.Dense(t, dt, []int{C}, scale),
+			testutil.Dense(t, dt, []int{C}, m), testutil.Dense(t, dt, []int{C}, v)}
 		if op == bnOpGradV3 {
-			in = append(in, bnDense(t, dt, nil, []float64{0}))
+			in = append(in, testutil.Dense(t, dt, nil, []float64{0}))
 		}
-		out, err := bnRun(t, op, bnGAttrs(gc.format, training, eps), threads, in...)
+		out, err := testutil.Run(t, op, bnGAttrs(gc.format, training, eps), threads, in...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(out) != 5 {
 			t.Fatalf("%d outputs, want 5", len(out))
 		}
-		bnShapeIs(t, "x_backprop", out[0], gc.shape...)
-		bnShapeIs(t, "scale_backprop", out[1], C)
-		bnShapeIs(t, "offset_backprop", out[2], C)
-		bnShapeIs(t, "output 3", out[3], 0)
-		bnShapeIs(t, "output 4", out[4], 0)
-		bnClose(t, "x_backprop", bnVals(t, out[0]), wdx, atol, rtol)
-		bnClose(t, "scale_backprop", bnVals(t, out[1]), wds, atol, rtol)
-		bnClose(t, "offset_backprop", bnVals(t, out[2]), wdo, atol, rtol)
+		testutil.ShapeIs(t, "x_backprop", out[0], gc.shape...)
+		testutil.ShapeIs(t, "scale_backprop", out[1], C)
+		testutil.ShapeIs(t, "offset_backprop", out[2], C)
+		testutil.ShapeIs(t, "output 3", out[3], 0)
+		testutil.ShapeIs(t, "output 4", out[4], 0)
+		bnClose(t, "x_backprop", testutil.Float64s(t, out[0]), wdx, atol, rtol)
+		bnClose(t, "scale_backprop", testutil.Float64s(t, out[1]), wds, atol, rtol)
+		bnClose(t, "offset_backprop", testutil.Float64s(t, out[2]), wdo, atol, rtol)
 		if first == nil {
 			first = out
 			continue
 		}
 		for i := range out {
-			if a, b := bnVals(t, first[i]), bnVals(t, out[i]); !bnBitEqual(a, b) {
+			if a, b := testutil.Float64s(t, first[i]), testutil.Float64s(t, out[i]); testutil.BitDiff(a, b, true) >= 0 {
 				t.Fatalf("output %d differs between 1 and %d threads", i, threads)
 			}
 		}
@@ -464,34 +342,34 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 		shape := []int{16, 20, 24, 12}
 		n, _ := tensorx.Numel(shape)
 		C, _ := bnRefChannel(shape, format)
-		x := bnDense(t, tensor.Float32, shape, bnRandVals(r, n, 3, 1))
-		dy := bnDense(t, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
-		scale := bnDense(t, tensor.Float32, []int{C}, bnRandVals(r, C, 1, 1))
-		empty := bnDense(t, tensor.Float32, []int{0}, nil)
+		x := testutil.Dense(t, tensor.Float32, shape, testutil.RandVals(r, n, 3, 1))
+		dy := testutil.Dense(t, tensor.Float32, shape, testutil.RandVals(r, n, 1, 0))
+		scale := testutil.Dense(t, tensor.Float32, []int{C}, testutil.RandVals(r, C, 1, 1))
+		empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
 		var ref [][]float64
 		for _, threads := range []int{1, 2, 3, 8} {
-			fw, err := bnRun(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
+			fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gr, err := bnRun(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
-			gi, err := bnRun(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got [][]float64
 			for _, d := range append(append(fw, gr...), gi...) {
-				got = append(got, bnVals(t, d))
+				got = append(got, testutil.Float64s(t, d))
 			}
 			if ref == nil {
 				ref = got
 				continue
 			}
 			for i := range got {
-				if !bnBitEqual(ref[i], got[i]) {
+				if testutil.BitDiff(ref[i], got[i], true) >= 0 {
 					t.Fatalf("%s: result %d differs between 1 and %d threads", format, i, threads)
 				}
 			}
@@ -505,26 +383,26 @@ func TestFusedBatchNormLargeBatchNoDrift(t *testing.T) {
 	r := rand.New(rand.NewSource(4))
 	shape := []int{64, 64, 64, 2} // 131072 elements per channel
 	n, _ := tensorx.Numel(shape)
-	x := bnRound(tensor.Float32, bnRandVals(r, n, 0.5, 300))
+	x := testutil.Round(tensor.Float32, testutil.RandVals(r, n, 0.5, 300))
 	ref := bnRefForward(x, shape, "NHWC", []float64{1, 1}, []float64{0, 0}, nil, nil, 1e-3, 1, true)
-	empty := bnDense(t, tensor.Float32, []int{0}, nil)
-	one := bnDense(t, tensor.Float32, []int{2}, []float64{1, 1})
-	zero := bnDense(t, tensor.Float32, []int{2}, []float64{0, 0})
-	out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, bnDense(t, tensor.Float32, shape, x), one, zero, empty, empty)
+	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
+	one := testutil.Dense(t, tensor.Float32, []int{2}, []float64{1, 1})
+	zero := testutil.Dense(t, tensor.Float32, []int{2}, []float64{0, 0})
+	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, testutil.Dense(t, tensor.Float32, shape, x), one, zero, empty, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// float32 rounding of the results only.
-	bnClose(t, "reserve_space_1 (mean)", bnVals(t, out[3]), ref.rs1, 0, 1e-7)
-	bnClose(t, "reserve_space_2 (biased variance)", bnVals(t, out[4]), ref.rs2, 0, 2e-7)
-	bnClose(t, "batch_variance", bnVals(t, out[2]), ref.batchVar, 0, 2e-7)
+	bnClose(t, "reserve_space_1 (mean)", testutil.Float64s(t, out[3]), ref.rs1, 0, 1e-7)
+	bnClose(t, "reserve_space_2 (biased variance)", testutil.Float64s(t, out[4]), ref.rs2, 0, 2e-7)
+	bnClose(t, "batch_variance", testutil.Float64s(t, out[2]), ref.batchVar, 0, 2e-7)
 }
 
 // ---------------------------------------------------------------------------
 // Spec test vectors (§7).
 
 func bnF32Vec(t *testing.T, shape []int, v ...float64) *tensor.Dense {
-	return bnDense(t, tensor.Float32, shape, v)
+	return testutil.Dense(t, tensor.Float32, shape, v)
 }
 
 var bnFBN1X = []float64{5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15}
@@ -537,66 +415,66 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	empty := bnF32Vec(t, []int{0})
 	t.Run("FBN1", func(t *testing.T) {
 		for _, op := range []string{bnOpV1, bnOpV3} {
-			out, err := bnRun(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
+			out, err := testutil.Run(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
-			bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{10, 10}, 1e-5)
-			bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{14, 14}, 1e-5)
-			bnCloseAbs(t, "reserve_space_1", bnVals(t, out[3]), []float64{10, 10}, 1e-5)
-			bnCloseAbs(t, "reserve_space_2", bnVals(t, out[4]), []float64{70.0 / 6, 70.0 / 6}, 1e-5)
+			testutil.Near(t, "y", testutil.Float64s(t, out[0]), bnFBN1Y, 0.01)
+			testutil.Near(t, "batch_mean", testutil.Float64s(t, out[1]), []float64{10, 10}, 1e-5)
+			testutil.Near(t, "batch_variance", testutil.Float64s(t, out[2]), []float64{14, 14}, 1e-5)
+			testutil.Near(t, "reserve_space_1", testutil.Float64s(t, out[3]), []float64{10, 10}, 1e-5)
+			testutil.Near(t, "reserve_space_2", testutil.Float64s(t, out[4]), []float64{70.0 / 6, 70.0 / 6}, 1e-5)
 			// y[0] = (5−10)·4/sqrt(70/6+0.001)+2.
-			bnCloseAbs(t, "y[0]", bnVals(t, out[0])[:1], []float64{-5*4/math.Sqrt(70.0/6+0.001) + 2}, 1e-5)
+			testutil.Near(t, "y[0]", testutil.Float64s(t, out[0])[:1], []float64{-5*4/math.Sqrt(70.0/6+0.001) + 2}, 1e-5)
 		}
 	})
 	t.Run("FBN2", func(t *testing.T) {
-		out, err := bnRun(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
+		out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
 			bnF32Vec(t, []int{2}, 6, 6), bnF32Vec(t, []int{2}, 16, 16))
 		if err != nil {
 			t.Fatal(err)
 		}
-		bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
-		bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{8, 8}, 1e-5)
-		bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{15, 15}, 1e-5)
+		testutil.Near(t, "y", testutil.Float64s(t, out[0]), bnFBN1Y, 0.01)
+		testutil.Near(t, "batch_mean", testutil.Float64s(t, out[1]), []float64{8, 8}, 1e-5)
+		testutil.Near(t, "batch_variance", testutil.Float64s(t, out[2]), []float64{15, 15}, 1e-5)
 	})
 	for _, tc := range []struct {
 		id     string
 		factor float32
 	}{{"FBN3", 1}, {"FBN4", 0.5}} {
 		t.Run(tc.id, func(t *testing.T) {
-			out, err := bnRun(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
+			out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
 				bnF32Vec(t, []int{2}, 10, 10), bnF32Vec(t, []int{2}, 11.67, 11.67))
 			if err != nil {
 				t.Fatal(err)
 			}
-			bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
-			bnCloseAbs(t, "batch_mean", bnVals(t, out[1]), []float64{10, 10}, 0)
-			bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{float64(float32(11.67)), float64(float32(11.67))}, 0)
+			testutil.Near(t, "y", testutil.Float64s(t, out[0]), bnFBN1Y, 0.01)
+			testutil.Near(t, "batch_mean", testutil.Float64s(t, out[1]), []float64{10, 10}, 0)
+			testutil.Near(t, "batch_variance", testutil.Float64s(t, out[2]), []float64{float64(float32(11.67)), float64(float32(11.67))}, 0)
 		})
 	}
 	t.Run("FBN5", func(t *testing.T) {
 		ex := bnF32Vec(t, []int{1, 1, 0, 0})
 		for _, training := range []bool{true, false} {
-			out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
+			out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bnShapeIs(t, "y", out[0], 1, 1, 0, 0)
-			bnShapeIs(t, "batch_mean", out[1], 0)
-			bnShapeIs(t, "batch_variance", out[2], 0)
-			bnShapeIs(t, "reserve_space_3", out[5])
+			testutil.ShapeIs(t, "y", out[0], 1, 1, 0, 0)
+			testutil.ShapeIs(t, "batch_mean", out[1], 0)
+			testutil.ShapeIs(t, "batch_variance", out[2], 0)
+			testutil.ShapeIs(t, "reserve_space_3", out[5])
 		}
 		// Channels present, no elements: the statistics are NaN.
 		ex = bnF32Vec(t, []int{0, 2, 2, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
-		out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
+		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bnShapeIs(t, "y", out[0], 0, 2, 2, 3)
+		testutil.ShapeIs(t, "y", out[0], 0, 2, 2, 3)
 		for i := 1; i < 3; i++ {
-			for _, v := range bnVals(t, out[i]) {
+			for _, v := range testutil.Float64s(t, out[i]) {
 				if !math.IsNaN(v) {
 					t.Fatalf("output %d of an empty x: %v, want NaN", i, v)
 				}
@@ -611,59 +489,47 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 			if op == bnOpGradV3 {
 				in = append(in, bnF32Vec(t, nil, 0))
 			}
-			out, err := bnRun(t, op, FusedBatchNormGradAttrs{Epsilon: bnF32(0.001)}, 1, in...)
+			out, err := testutil.Run(t, op, FusedBatchNormGradAttrs{Epsilon: bnF32(0.001)}, 1, in...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bnCloseAbs(t, "x_backprop", bnVals(t, out[0]),
+			testutil.Near(t, "x_backprop", testutil.Float64s(t, out[0]),
 				[]float64{-1.34, -1.34, 2.47, 2.47, -4.44, -4.44, 0.17, 0.17, 1.60, 1.60, 1.53, 1.53}, 0.01)
 			// −1.6488 is for the exact mean 11/6; the test's rounded
 			// reserve_space_1 (1.833) gives −1.64765 (TF's tolerance: 0.01).
-			bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{-1.6488, -1.6488}, 2e-3)
+			testutil.Near(t, "scale_backprop", testutil.Float64s(t, out[1]), []float64{-1.6488, -1.6488}, 2e-3)
 			want := (37 - 27*float64(float32(1.833))) / math.Sqrt(float64(float32(57.472))+float64(float32(0.001)))
-			bnCloseAbs(t, "scale_backprop (rounded mean)", bnVals(t, out[1]), []float64{want, want}, 1e-5)
-			bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{27, 27}, 1e-5)
-			bnShapeIs(t, "reserve_space_3", out[3], 0)
-			bnShapeIs(t, "reserve_space_4", out[4], 0)
+			testutil.Near(t, "scale_backprop (rounded mean)", testutil.Float64s(t, out[1]), []float64{want, want}, 1e-5)
+			testutil.Near(t, "offset_backprop", testutil.Float64s(t, out[2]), []float64{27, 27}, 1e-5)
+			testutil.ShapeIs(t, "reserve_space_3", out[3], 0)
+			testutil.ShapeIs(t, "reserve_space_4", out[4], 0)
 		}
 	})
 	t.Run("FBG2", func(t *testing.T) {
 		dy := bnF32Vec(t, []int{1, 1, 6, 1}, 1, 2, 3, 4, 5, 6)
 		gx := bnF32Vec(t, []int{1, 1, 6, 1}, 5, 7, 9, 11, 13, 15)
-		out, err := bnRun(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
+		out, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
 			bnF32Vec(t, []int{1}, 4), bnF32Vec(t, []int{1}, 10), bnF32Vec(t, []int{1}, 11.67))
 		if err != nil {
 			t.Fatal(err)
 		}
-		bnCloseAbs(t, "x_backprop", bnVals(t, out[0]), []float64{1.170863, 2.341725, 3.512588, 4.683451, 5.854313, 7.025176}, 2e-6)
-		bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{10.245048}, 1e-5)
-		bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{21}, 0)
+		testutil.Near(t, "x_backprop", testutil.Float64s(t, out[0]), []float64{1.170863, 2.341725, 3.512588, 4.683451, 5.854313, 7.025176}, 2e-6)
+		testutil.Near(t, "scale_backprop", testutil.Float64s(t, out[1]), []float64{10.245048}, 1e-5)
+		testutil.Near(t, "offset_backprop", testutil.Float64s(t, out[2]), []float64{21}, 0)
 	})
 	t.Run("FBG-empty", func(t *testing.T) {
 		ex := bnF32Vec(t, []int{2, 0, 3, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
 		for _, training := range []bool{true, false} {
-			out, err := bnRun(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
+			out, err := testutil.Run(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
-			bnShapeIs(t, "x_backprop", out[0], 2, 0, 3, 3)
-			bnCloseAbs(t, "scale_backprop", bnVals(t, out[1]), []float64{0, 0, 0}, 0)
-			bnCloseAbs(t, "offset_backprop", bnVals(t, out[2]), []float64{0, 0, 0}, 0)
+			testutil.ShapeIs(t, "x_backprop", out[0], 2, 0, 3, 3)
+			testutil.Near(t, "scale_backprop", testutil.Float64s(t, out[1]), []float64{0, 0, 0}, 0)
+			testutil.Near(t, "offset_backprop", testutil.Float64s(t, out[2]), []float64{0, 0, 0}, 0)
 		}
 	})
-}
-
-func bnCloseAbs(t *testing.T, what string, got, want []float64, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if !(math.Abs(got[i]-want[i]) <= tol) {
-			t.Fatalf("%s: element %d = %.7g, want %.7g (±%g)", what, i, got[i], want[i], tol)
-		}
-	}
 }
 
 // TestFusedBatchNormNonFinite: an infinite element gives an infinite
@@ -675,14 +541,14 @@ func TestFusedBatchNormNonFinite(t *testing.T) {
 		x := bnF32Vec(t, []int{4, 1, 1, 1}, v...)
 		one := bnF32Vec(t, []int{1}, 1)
 		empty := bnF32Vec(t, []int{0})
-		out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
+		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := bnVals(t, out[3])[0]; !math.IsInf(m, 1) {
+		if m := testutil.Float64s(t, out[3])[0]; !math.IsInf(m, 1) {
 			t.Fatalf("Inf at %d: mean %v, want +Inf", pos, m)
 		}
-		if s := bnVals(t, out[4])[0]; !math.IsNaN(s) {
+		if s := testutil.Float64s(t, out[4])[0]; !math.IsNaN(s) {
 			t.Fatalf("Inf at %d: variance %v, want NaN", pos, s)
 		}
 	}
@@ -694,12 +560,12 @@ func TestFusedBatchNormUnreadStats(t *testing.T) {
 	x := bnF32Vec(t, []int{1, 1, 6, 2}, bnFBN1X...)
 	scale := bnF32Vec(t, []int{2}, 4, 4)
 	nan := bnF32Vec(t, []int{5}, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN())
-	out, err := bnRun(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
+	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bnCloseAbs(t, "y", bnVals(t, out[0]), bnFBN1Y, 0.01)
-	bnCloseAbs(t, "batch_variance", bnVals(t, out[2]), []float64{14, 14}, 1e-5)
+	testutil.Near(t, "y", testutil.Float64s(t, out[0]), bnFBN1Y, 0.01)
+	testutil.Near(t, "batch_variance", testutil.Float64s(t, out[2]), []float64{14, 14}, 1e-5)
 }
 
 // bnUnwrapAttrs returns the FusedBatchNormAttrs parsed attrs hold
@@ -781,11 +647,11 @@ type bnErrCase struct {
 func TestFusedBatchNormErrors(t *testing.T) {
 	f := func(shape ...int) *tensor.Dense {
 		n, _ := tensorx.Numel(shape)
-		return bnDense(t, tensor.Float32, shape, make([]float64, n))
+		return testutil.Dense(t, tensor.Float32, shape, make([]float64, n))
 	}
 	d := func(shape ...int) *tensor.Dense {
 		n, _ := tensorx.Numel(shape)
-		return bnDense(t, tensor.Float64, shape, make([]float64, n))
+		return testutil.Dense(t, tensor.Float64, shape, make([]float64, n))
 	}
 	train := bnAttrs("NHWC", true, 1e-3, 1)
 	trainF := bnAttrs("NHWC", true, 1e-3, 0.5)
@@ -833,19 +699,8 @@ func TestFusedBatchNormErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := bnRun(t, tc.op, tc.attrs, 2, tc.in...)
-			if err == nil {
-				t.Fatalf("no error, got %d outputs", len(out))
-			}
-			if !errors.Is(err, tc.kind) {
-				t.Fatalf("error %q does not wrap %v", err, tc.kind)
-			}
-			if errors.Is(err, registry.ErrInternal) {
-				t.Fatalf("internal error (a panic?): %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), tc.op) {
-				t.Fatalf("error %q does not contain %q and the op name %s", err, tc.msg, tc.op)
-			}
+			_, err := testutil.Run(t, tc.op, tc.attrs, 2, tc.in...)
+			testutil.WantErr(t, err, tc.kind, tc.msg, tc.op)
 		})
 	}
 }
@@ -858,7 +713,7 @@ func TestFusedBatchNormGradNCHWInference(t *testing.T) {
 	shape := []int{2, 3, 2, 2}
 	nhwc := []int{2, 2, 2, 3}
 	n := 24
-	x, dy := bnRandVals(r, n, 1, 0), bnRandVals(r, n, 1, 0)
+	x, dy := testutil.RandVals(r, n, 1, 0), testutil.RandVals(r, n, 1, 0)
 	tr := func(v []float64) []float64 { // NCHW → NHWC
 		out := make([]float64, n)
 		for b := 0; b < 2; b++ {
@@ -870,19 +725,19 @@ func TestFusedBatchNormGradNCHWInference(t *testing.T) {
 		}
 		return out
 	}
-	c3 := func(v ...float64) *tensor.Dense { return bnDense(t, tensor.Float64, []int{3}, v) }
+	c3 := func(v ...float64) *tensor.Dense { return testutil.Dense(t, tensor.Float64, []int{3}, v) }
 	scale, m, v := c3(0.5, 1, -2), c3(0.1, 0.2, -0.3), c3(1, 2, 0.5)
-	a, err := bnRun(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, bnDense(t, tensor.Float64, shape, dy), bnDense(t, tensor.Float64, shape, x), scale, m, v)
+	a, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, shape, dy), testutil.Dense(t, tensor.Float64, shape, x), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bnRun(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, bnDense(t, tensor.Float64, nhwc, tr(dy)), bnDense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
+	b, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, nhwc, tr(dy)), testutil.Dense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bnClose(t, "x_backprop", tr(bnVals(t, a[0])), bnVals(t, b[0]), 1e-15, 1e-14)
-	bnClose(t, "scale_backprop", bnVals(t, a[1]), bnVals(t, b[1]), 1e-15, 1e-14)
-	bnClose(t, "offset_backprop", bnVals(t, a[2]), bnVals(t, b[2]), 1e-15, 1e-14)
+	bnClose(t, "x_backprop", tr(testutil.Float64s(t, a[0])), testutil.Float64s(t, b[0]), 1e-15, 1e-14)
+	bnClose(t, "scale_backprop", testutil.Float64s(t, a[1]), testutil.Float64s(t, b[1]), 1e-15, 1e-14)
+	bnClose(t, "offset_backprop", testutil.Float64s(t, a[2]), testutil.Float64s(t, b[2]), 1e-15, 1e-14)
 }
 
 func TestFusedBatchNormSamples(t *testing.T) {
@@ -908,53 +763,20 @@ func TestFusedBatchNormSamples(t *testing.T) {
 // float32), forward and forward+backward, at the benchmark's -cpu thread
 // count. GB/s counts the tensor passes of bench_torch.py: fwd 2, fwdbwd 5.
 
-// bnReuseAlloc recycles buffers by dtype and size, as the tape's arena
-// does in a training loop (fresh pages would dominate the time).
-type bnReuseAlloc struct {
-	free map[string][]*tensor.Dense
-}
-
-func (a *bnReuseAlloc) key(dt tensor.Dtype, n int) string { return fmt.Sprintf("%v/%d", dt, n) }
-
-func (a *bnReuseAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		return nil, err
-	}
-	k := a.key(dt, n)
-	if l := a.free[k]; len(l) > 0 {
-		d := l[len(l)-1]
-		a.free[k] = l[:len(l)-1]
-		if err := d.Reshape(shape...); err != nil && n > 0 {
-			return nil, err
-		}
-		if zeroed {
-			d.Zero()
-		}
-		return d, nil
-	}
-	return tensorx.Zeros(dt, shape)
-}
-
-func (a *bnReuseAlloc) Release(d *tensor.Dense) {
-	k := a.key(d.Dtype(), tensorx.Len(d))
-	a.free[k] = append(a.free[k], d)
-}
-
 const bnW7Bytes = 32 * 56 * 56 * 64 * 4
 
 func bnBenchW7(b *testing.B, withGrad bool) {
 	shape := []int{32, 56, 56, 64}
 	r := rand.New(rand.NewSource(1))
 	n := 32 * 56 * 56 * 64
-	x := bnDense(b, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
-	dy := bnDense(b, tensor.Float32, shape, bnRandVals(r, n, 1, 0))
-	scale := bnDense(b, tensor.Float32, []int{64}, bnRandVals(r, 64, 1, 1))
-	offset := bnDense(b, tensor.Float32, []int{64}, bnRandVals(r, 64, 1, 0))
-	empty := bnDense(b, tensor.Float32, []int{0}, nil)
+	x := testutil.Dense(b, tensor.Float32, shape, testutil.RandVals(r, n, 1, 0))
+	dy := testutil.Dense(b, tensor.Float32, shape, testutil.RandVals(r, n, 1, 0))
+	scale := testutil.Dense(b, tensor.Float32, []int{64}, testutil.RandVals(r, 64, 1, 1))
+	offset := testutil.Dense(b, tensor.Float32, []int{64}, testutil.RandVals(r, 64, 1, 0))
+	empty := testutil.Dense(b, tensor.Float32, []int{0}, nil)
 	fdef, _ := registry.Lookup(bnOpV3)
 	gdef, _ := registry.Lookup(bnOpGradV3)
-	alloc := &bnReuseAlloc{free: map[string][]*tensor.Dense{}}
+	alloc := &testutil.PoolAlloc{}
 	threads := runtime.GOMAXPROCS(0)
 	kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
 	fa, err := fdef.NormalizeAttrs(bnAttrs("NHWC", true, 0.001, 1))

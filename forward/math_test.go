@@ -11,135 +11,15 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-// mtAlloc hands out buffers filled with NaN (floats), a sentinel (ints) or
-// true (bools) unless asked zeroed, so kernels that leave output elements
-// unwritten fail.
-type mtAlloc struct{}
-
-func (mtAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i := range d.Float32s() {
-			d.Float32s()[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i := range d.Float64s() {
-			d.Float64s()[i] = math.NaN()
-		}
-	case tensor.Int32:
-		for i := range d.Int32s() {
-			d.Int32s()[i] = -777
-		}
-	case tensor.Int64:
-		for i := range d.Int64s() {
-			d.Int64s()[i] = -777
-		}
-	case tensor.Bool:
-		for i := range d.Bools() {
-			d.Bools()[i] = true
-		}
-	}
-	return d, nil
-}
-
-func (mtAlloc) Release(*tensor.Dense) {}
-
-// mtRun runs op with the NaN-filling allocator on the given thread count.
-func mtRun(t *testing.T, op string, threads int, attrs any, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: mtAlloc{}, Threads: threads}, attrs, in)
-}
-
-// mtMust runs op and fails the test on error; it returns output 0.
-func mtMust(t *testing.T, op string, attrs any, in ...*tensor.Dense) *tensor.Dense {
-	t.Helper()
-	out, err := mtRun(t, op, 2, attrs, in...)
-	if err != nil {
-		t.Fatalf("%s: %v", op, err)
-	}
-	return out[0]
-}
-
-// mtTensor makes a tensor of dtype dt (float32, float64) from float64 values.
-func mtTensor(t *testing.T, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	var d *tensor.Dense
-	var err error
-	switch dt {
-	case tensor.Float32:
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		d, err = tensorx.New(shape, f)
-	case tensor.Float64:
-		d, err = tensorx.New(shape, append([]float64(nil), v...))
-	default:
-		t.Fatalf("mtTensor: dtype %v", dt)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// mtRound returns v rounded to float32 where dt is float32.
-func mtRound(dt tensor.Dtype, v []float64) []float64 {
-	if dt != tensor.Float32 {
-		return v
-	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(float32(x))
-	}
-	return out
-}
-
-func mtValues(t *testing.T, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // mtClose compares got with want at relative tolerance rtol (plus rtol as
 // absolute tolerance near zero); NaNs must match NaNs.
 func mtClose(t *testing.T, what string, got, want []float64, rtol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		g, w := got[i], want[i]
-		if math.IsNaN(w) || math.IsNaN(g) {
-			if math.IsNaN(w) != math.IsNaN(g) {
-				t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
-			}
-			continue
-		}
-		if math.IsInf(w, 0) || math.IsInf(g, 0) {
-			if g != w {
-				t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
-			}
-			continue
-		}
-		if math.Abs(g-w) > rtol*math.Max(1, math.Abs(w)) {
-			t.Fatalf("%s: element %d = %v, want %v (diff %g)", what, i, g, w, g-w)
-		}
-	}
+	testutil.Close(t, what, got, want, testutil.Tol{Rel: rtol, RelFloor: 1, NaN: true})
 }
 
 func TestBinaryOpsBroadcastGrid(t *testing.T) {
@@ -158,16 +38,16 @@ func TestBinaryOpsBroadcastGrid(t *testing.T) {
 			as, bs := mtRandShapes(r)
 			a, b := mtRandSlice(r, as), mtRandSlice(r, bs)
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				ra, rb := mtRound(dt, a), mtRound(dt, b)
+				ra, rb := testutil.Round(dt, a), testutil.Round(dt, b)
 				wantShape, want := mtNaiveBinary(as, bs, ra, rb, op.f)
 				// A single +, -, * or / of float32 operands is exactly the
 				// float64 result rounded to float32.
-				want = mtRound(dt, want)
-				out := mtMust(t, op.name, nil, mtTensor(t, dt, as, a), mtTensor(t, dt, bs, b))
+				want = testutil.Round(dt, want)
+				out := testutil.MustRun(t, op.name, nil, 2, testutil.Dense(t, dt, as, a), testutil.Dense(t, dt, bs, b))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), wantShape) {
 					t.Fatalf("%s %v %v: got %v %v, want %v %v", op.name, as, bs, out.Dtype(), out.Shape(), dt, wantShape)
 				}
-				mtClose(t, fmt.Sprintf("%s %v %v %v", op.name, dt, as, bs), mtValues(t, out), want, 0)
+				mtClose(t, fmt.Sprintf("%s %v %v %v", op.name, dt, as, bs), testutil.Float64s(t, out), want, 0)
 			}
 		}
 	}
@@ -185,11 +65,11 @@ func TestBinaryOpsThreads(t *testing.T) {
 		a, b := mtRandSlice(r, c.a), mtRandSlice(r, c.b)
 		_, want := mtNaiveBinary(c.a, c.b, a, b, func(x, y float64) float64 { return x * y })
 		for _, th := range []int{1, 4} {
-			out, err := mtRun(t, "Mul", th, nil, mtTensor(t, tensor.Float64, c.a, a), mtTensor(t, tensor.Float64, c.b, b))
+			out, err := testutil.Run(t, "Mul", nil, th, testutil.Dense(t, tensor.Float64, c.a, a), testutil.Dense(t, tensor.Float64, c.b, b))
 			if err != nil {
 				t.Fatal(err)
 			}
-			mtClose(t, fmt.Sprintf("Mul %v %v threads %d", c.a, c.b, th), mtValues(t, out[0]), want, 0)
+			mtClose(t, fmt.Sprintf("Mul %v %v threads %d", c.a, c.b, th), testutil.Float64s(t, out[0]), want, 0)
 		}
 	}
 }
@@ -208,23 +88,23 @@ func TestBinaryOpsErrors(t *testing.T) {
 		return d
 	}
 	for _, op := range []string{"AddV2", "Sub", "Mul", "RealDiv"} {
-		_, err := mtRun(t, op, 1, nil, f64(2, 3), f64(4))
+		_, err := testutil.Run(t, op, nil, 1, f64(2, 3), f64(4))
 		if !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), op+": Incompatible shapes: [2,3] vs. [4]") {
 			t.Errorf("%s incompatible shapes: err = %v", op, err)
 		}
-		_, err = mtRun(t, op, 1, nil, f64(2), f64(0))
+		_, err = testutil.Run(t, op, nil, 1, f64(2), f64(0))
 		if !errors.Is(err, registry.ErrShape) {
 			t.Errorf("%s [2] vs [0]: err = %v", op, err)
 		}
-		_, err = mtRun(t, op, 1, nil, f64(2), f32(2))
+		_, err = testutil.Run(t, op, nil, 1, f64(2), f32(2))
 		if !errors.Is(err, registry.ErrDtype) || !strings.Contains(err.Error(), op) {
 			t.Errorf("%s dtype mismatch: err = %v", op, err)
 		}
-		_, err = mtRun(t, op, 1, nil, i32(2), i32(2))
+		_, err = testutil.Run(t, op, nil, 1, i32(2), i32(2))
 		if !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int32: err = %v", op, err)
 		}
-		_, err = mtRun(t, op, 1, nil, f64(2))
+		_, err = testutil.Run(t, op, nil, 1, f64(2))
 		if !errors.Is(err, registry.ErrInvalidArgument) {
 			t.Errorf("%s one input: err = %v", op, err)
 		}
@@ -263,12 +143,12 @@ func TestUnaryOps(t *testing.T) {
 				}
 			}
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				rv := mtRound(dt, v)
+				rv := testutil.Round(dt, v)
 				want := make([]float64, n)
 				for i, x := range rv {
 					want[i] = ref(x)
 				}
-				out := mtMust(t, name, nil, mtTensor(t, dt, s, v))
+				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, v))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), s) {
 					t.Fatalf("%s %v: got %v %v", name, s, out.Dtype(), out.Shape())
 				}
@@ -276,7 +156,7 @@ func TestUnaryOps(t *testing.T) {
 				if dt == tensor.Float32 {
 					tol = 4e-7 // a few float32 ulps
 				}
-				mtClose(t, fmt.Sprintf("%s %v %v", name, dt, s), mtValues(t, out), want, tol)
+				mtClose(t, fmt.Sprintf("%s %v %v", name, dt, s), testutil.Float64s(t, out), want, tol)
 			}
 		}
 	}
@@ -302,8 +182,8 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := mtMust(t, c.op, nil, mtTensor(t, dt, []int{len(c.in)}, c.in))
-			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), mtValues(t, out), mtRound(dt, c.want), 1e-7)
+			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.in)}, c.in))[0]
+			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), testutil.Round(dt, c.want), 1e-7)
 		}
 	}
 }
@@ -311,7 +191,7 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 func TestUnaryOpsErrors(t *testing.T) {
 	i64, _ := tensorx.Zeros(tensor.Int64, []int{2})
 	for name := range mtUnaryRef {
-		if _, err := mtRun(t, name, 1, nil, i64); !errors.Is(err, registry.ErrDtype) {
+		if _, err := testutil.Run(t, name, nil, 1, i64); !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int64: err = %v", name, err)
 		}
 	}
@@ -360,17 +240,17 @@ func TestGradOps(t *testing.T) {
 				}
 			}
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				ra, rb := mtRound(dt, a), mtRound(dt, b)
+				ra, rb := testutil.Round(dt, a), testutil.Round(dt, b)
 				want := make([]float64, n)
 				for i := range want {
 					want[i] = ref(ra[i], rb[i])
 				}
-				out := mtMust(t, name, nil, mtTensor(t, dt, s, a), mtTensor(t, dt, s, b))
+				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, a), testutil.Dense(t, dt, s, b))[0]
 				tol := 1e-15
 				if dt == tensor.Float32 {
 					tol = 1e-6
 				}
-				mtClose(t, fmt.Sprintf("%s %v %v", name, dt, s), mtValues(t, out), want, tol)
+				mtClose(t, fmt.Sprintf("%s %v %v", name, dt, s), testutil.Float64s(t, out), want, tol)
 			}
 		}
 	}
@@ -392,8 +272,8 @@ func TestGradOpsSpecialValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := mtMust(t, c.op, nil, mtTensor(t, dt, []int{len(c.a)}, c.a), mtTensor(t, dt, []int{len(c.b)}, c.b))
-			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), mtValues(t, out), c.want, 1e-7)
+			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.a)}, c.a), testutil.Dense(t, dt, []int{len(c.b)}, c.b))[0]
+			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), c.want, 1e-7)
 		}
 	}
 }
@@ -405,10 +285,10 @@ func TestGradOpsErrors(t *testing.T) {
 	}
 	f32, _ := tensorx.Zeros(tensor.Float32, []int{3})
 	for name := range mtGradRef {
-		if _, err := mtRun(t, name, 1, nil, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
+		if _, err := testutil.Run(t, name, nil, 1, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s shapes [3], [1]: err = %v", name, err)
 		}
-		if _, err := mtRun(t, name, 1, nil, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
+		if _, err := testutil.Run(t, name, nil, 1, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s dtype mismatch: err = %v", name, err)
 		}
 	}
@@ -442,7 +322,7 @@ func TestBroadcastTo(t *testing.T) {
 			var in *tensor.Dense
 			switch dt {
 			case tensor.Float64, tensor.Float32:
-				in = mtTensor(t, dt, as, x)
+				in = testutil.Dense(t, dt, as, x)
 			case tensor.Int32:
 				v := make([]int32, len(x))
 				for j, f := range x {
@@ -466,13 +346,13 @@ func TestBroadcastTo(t *testing.T) {
 			if i%2 == 1 {
 				sdt = tensor.Int64
 			}
-			out := mtMust(t, "BroadcastTo", nil, in, shapeT(sdt, target))
+			out := testutil.MustRun(t, "BroadcastTo", nil, 2, in, shapeT(sdt, target))[0]
 			if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), target) {
 				t.Fatalf("BroadcastTo %v → %v: got %v %v", as, target, out.Dtype(), out.Shape())
 			}
-			ref := mtValues(t, in)
+			ref := testutil.Float64s(t, in)
 			_, w := mtNaiveBinary(as, target, ref, ignored, func(x, _ float64) float64 { return x })
-			mtClose(t, fmt.Sprintf("BroadcastTo %v %v → %v", dt, as, target), mtValues(t, out), w, 0)
+			mtClose(t, fmt.Sprintf("BroadcastTo %v %v → %v", dt, as, target), testutil.Float64s(t, out), w, 0)
 		}
 	}
 	// Errors, with TensorFlow's messages.
@@ -486,10 +366,10 @@ func TestBroadcastTo(t *testing.T) {
 		{shapeT(tensor.Int32, []int{2, 4}), registry.ErrShape, "Incompatible shapes: [2,3] vs. [2,4]"},
 		{shapeT(tensor.Int64, []int{1, 3}), registry.ErrShape, "Unable to broadcast tensor of shape [2,3] to tensor of shape [1,3]"},
 		{shapeT(tensor.Int32, []int{-1, 3}), registry.ErrInvalidArgument, "must be >= 0"},
-		{mtTensor(t, tensor.Float64, []int{2}, []float64{2, 3}), registry.ErrDtype, "int32 or int64"},
+		{testutil.Dense(t, tensor.Float64, []int{2}, []float64{2, 3}), registry.ErrDtype, "int32 or int64"},
 		{func() *tensor.Dense { d, _ := tensorx.New([]int{1, 2}, []int32{2, 3}); return d }(), registry.ErrShape, "vector"},
 	} {
-		_, err := mtRun(t, "BroadcastTo", 1, nil, x, c.shape)
+		_, err := testutil.Run(t, "BroadcastTo", nil, 1, x, c.shape)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "BroadcastTo") {
 			t.Errorf("BroadcastTo to %v: err = %v; want %v containing %q", c.shape, err, c.kind, c.msg)
 		}
@@ -503,7 +383,7 @@ func TestCast(t *testing.T) {
 		var err error
 		switch dt {
 		case tensor.Float32, tensor.Float64:
-			return mtTensor(t, dt, []int{len(src)}, src)
+			return testutil.Dense(t, dt, []int{len(src)}, src)
 		case tensor.Int32:
 			d, err = tensorx.New([]int{4}, []int32{0, -7, 1 << 30, 1})
 		case tensor.Int64:
@@ -524,10 +404,10 @@ func TestCast(t *testing.T) {
 		{tensor.Float32, tensor.Int64}:   {0, 1, -1, 2, 0, 3e9, -3e9, minI64, minI64, minI64, 1},
 		{tensor.Float64, tensor.Bool}:    {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 		{tensor.Float32, tensor.Bool}:    {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
-		{tensor.Float64, tensor.Float32}: mtRound(tensor.Float32, src),
-		{tensor.Float32, tensor.Float64}: mtRound(tensor.Float32, src),
+		{tensor.Float64, tensor.Float32}: testutil.Round(tensor.Float32, src),
+		{tensor.Float32, tensor.Float64}: testutil.Round(tensor.Float32, src),
 		{tensor.Float64, tensor.Float64}: src,
-		{tensor.Float32, tensor.Float32}: mtRound(tensor.Float32, src),
+		{tensor.Float32, tensor.Float32}: testutil.Round(tensor.Float32, src),
 		{tensor.Int32, tensor.Float32}:   {0, -7, 1 << 30, 1},
 		{tensor.Int32, tensor.Float64}:   {0, -7, 1 << 30, 1},
 		{tensor.Int32, tensor.Int64}:     {0, -7, 1 << 30, 1},
@@ -549,11 +429,11 @@ func TestCast(t *testing.T) {
 	}
 	for k, w := range want {
 		for _, trunc := range []bool{false, true} {
-			out := mtMust(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, mk(k[0]))
+			out := testutil.MustRun(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, 2, mk(k[0]))[0]
 			if out.Dtype() != k[1] {
 				t.Fatalf("Cast %v→%v: dtype %v", k[0], k[1], out.Dtype())
 			}
-			got := mtValues(t, out)
+			got := testutil.Float64s(t, out)
 			if k[0] == tensor.Int64 && k[1] == tensor.Int64 {
 				// Exact comparison beyond float64's integers.
 				g := out.Int64s()
@@ -570,8 +450,8 @@ func TestCast(t *testing.T) {
 	// Truncate: float64 → float32 rounds toward zero instead of to nearest.
 	up := 1 + 3.0/(1<<25) // between two float32s, nearer the upper one
 	x := []float64{up, -up, math.NaN(), 1e39, 0.1}
-	trunc := mtMust(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, mtTensor(t, tensor.Float64, []int{5}, x)).Float32s()
-	near := mtMust(t, "Cast", CastAttrs{DstT: tensor.Float32}, mtTensor(t, tensor.Float64, []int{5}, x)).Float32s()
+	trunc := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
+	near := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
 	if trunc[0] != 1 || trunc[1] != -1 || near[0] != float32(up) || near[0] == 1 {
 		t.Errorf("Cast Truncate: %v (nearest %v)", trunc, near)
 	}
@@ -580,10 +460,10 @@ func TestCast(t *testing.T) {
 	}
 	// Errors.
 	f, _ := tensorx.Zeros(tensor.Float32, []int{2})
-	if _, err := mtRun(t, "Cast", 1, CastAttrs{}, f); !errors.Is(err, registry.ErrInvalidArgument) {
+	if _, err := testutil.Run(t, "Cast", CastAttrs{}, 1, f); !errors.Is(err, registry.ErrInvalidArgument) {
 		t.Errorf("Cast without DstT: err = %v", err)
 	}
-	if _, err := mtRun(t, "Cast", 1, CastAttrs{DstT: tensor.Complex64}, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
+	if _, err := testutil.Run(t, "Cast", CastAttrs{DstT: tensor.Complex64}, 1, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
 		t.Errorf("Cast to complex64: err = %v", err)
 	}
 	// Attrs parse from TensorFlow's names.
@@ -599,7 +479,7 @@ func TestL2Loss(t *testing.T) {
 	for _, s := range [][]int{{}, {0}, {1}, {7}, {3, 5}, {2, 0, 4}, {70001}} {
 		x := mtRandSlice(r, s)
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			rx := mtRound(dt, x)
+			rx := testutil.Round(dt, x)
 			var want float64
 			for _, v := range rx {
 				want += v * v
@@ -607,14 +487,14 @@ func TestL2Loss(t *testing.T) {
 			want /= 2
 			var first []float64
 			for _, th := range []int{1, 3} {
-				out, err := mtRun(t, "L2Loss", th, nil, mtTensor(t, dt, s, x))
+				out, err := testutil.Run(t, "L2Loss", nil, th, testutil.Dense(t, dt, s, x))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if out[0].Dtype() != dt || len(out[0].Shape()) != 0 {
 					t.Fatalf("L2Loss %v: output %v %v, want a %v scalar", s, out[0].Dtype(), out[0].Shape(), dt)
 				}
-				got := mtValues(t, out[0])
+				got := testutil.Float64s(t, out[0])
 				tol := 1e-13
 				if dt == tensor.Float32 {
 					tol = 1e-7 // float64 accumulation, one rounding
@@ -629,7 +509,7 @@ func TestL2Loss(t *testing.T) {
 		}
 	}
 	i, _ := tensorx.Zeros(tensor.Int32, []int{2})
-	if _, err := mtRun(t, "L2Loss", 1, nil, i); !errors.Is(err, registry.ErrDtype) {
+	if _, err := testutil.Run(t, "L2Loss", nil, 1, i); !errors.Is(err, registry.ErrDtype) {
 		t.Errorf("L2Loss int32: err = %v", err)
 	}
 }
@@ -653,13 +533,13 @@ func TestMathSamples(t *testing.T) {
 			t.Errorf("%s: only %d samples", name, len(ss))
 		}
 		for _, s := range ss {
-			out, err := mtRun(t, name, 1, s.Attrs, s.Inputs...)
+			out, err := testutil.Run(t, name, s.Attrs, 1, s.Inputs...)
 			if err != nil {
 				t.Errorf("%s sample %s: %v", name, s.Name, err)
 				continue
 			}
 			for _, o := range out {
-				for _, v := range mtValues(t, o) {
+				for _, v := range testutil.Float64s(t, o) {
 					if math.IsNaN(v) || math.IsInf(v, 0) {
 						t.Errorf("%s sample %s: non-finite output", name, s.Name)
 					}

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -37,14 +38,6 @@ func mmNaive(transA, transB bool, m, n, k int, a []float64, lda int, b []float64
 	return c
 }
 
-func mmRandSlice(r *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return v
-}
-
 // mmCheckInto runs matmulInto for float64 and float32 with padded row
 // strides and compares with the naive product.
 func mmCheckInto(t *testing.T, r *rand.Rand, threads int, transA, transB bool, m, n, k int) {
@@ -58,8 +51,8 @@ func mmCheckInto(t *testing.T, r *rand.Rand, threads int, transA, transB bool, m
 		br, bc = n, k
 	}
 	lda, ldb, ldc := ac+r.Intn(3), bc+r.Intn(3), n+r.Intn(3)
-	a := mmRandSlice(r, max(0, (ar-1)*lda+ac))
-	b := mmRandSlice(r, max(0, (br-1)*ldb+bc))
+	a := testutil.Normal(r, max(0, (ar-1)*lda+ac))
+	b := testutil.Normal(r, max(0, (br-1)*ldb+bc))
 	if ar == 0 {
 		a = nil
 	}
@@ -149,7 +142,7 @@ func TestMatmulIntoThreads(t *testing.T) {
 	r := rand.New(rand.NewSource(23))
 	for _, c := range [][3]int{{150, 131, 300}, {7, 900, 260}, {400, 9, 120}} {
 		m, n, k := c[0], c[1], c[2]
-		a, b := mmRandSlice(r, m*k), mmRandSlice(r, k*n)
+		a, b := testutil.Normal(r, m*k), testutil.Normal(r, k*n)
 		var ref []float64
 		for _, threads := range []int{1, 2, 3, 5} {
 			out := make([]float64, m*n)
@@ -184,16 +177,16 @@ func TestMatMulOp(t *testing.T) {
 			a, b := shpNormal(r, as...), shpNormal(r, bs...)
 			want := mmNaive(ta, tb, m, n, k, a.Float64s(), as[1], b.Float64s(), bs[1])
 			at := MatMulAttrs{TransposeA: ta, TransposeB: tb}
-			out := shpRun1(t, "MatMul", at, 1, a, b)
-			shpSameShape(t, "MatMul", out, []int{m, n})
+			out := testutil.MustRun(t, "MatMul", at, 1, a, b)[0]
+			testutil.ShapeIs(t, "MatMul", out, []int{m, n}...)
 			shpClose(t, "MatMul", out.Float64s(), want, 1e-12)
-			out = shpRun1(t, "MatMul", at, 1, shpTo32(a), shpTo32(b))
-			shpClose(t, "MatMul float32", shpF64(t, out), want, 1e-5)
+			out = testutil.MustRun(t, "MatMul", at, 1, testutil.To32(t, a), testutil.To32(t, b))[0]
+			shpClose(t, "MatMul float32", testutil.Float64s(t, out), want, 1e-5)
 		}
 	}
 	// Empty inner dimension: zeros.
-	out := shpRun1(t, "MatMul", nil, 1, shpMust(tensorx.New([]int{2, 0}, []float64{})), shpMust(tensorx.New([]int{0, 3}, []float64{})))
-	shpSameShape(t, "MatMul k=0", out, []int{2, 3})
+	out := testutil.MustRun(t, "MatMul", nil, 1, shpMust(tensorx.New([]int{2, 0}, []float64{})), shpMust(tensorx.New([]int{0, 3}, []float64{})))[0]
+	testutil.ShapeIs(t, "MatMul k=0", out, []int{2, 3}...)
 	shpClose(t, "MatMul k=0", out.Float64s(), make([]float64, 6), 0)
 	// TensorFlow's attrs parse, including the grad_a/grad_b hints.
 	d, _ := registry.Lookup("MatMul")
@@ -216,14 +209,14 @@ func TestMatMulErrors(t *testing.T) {
 		{shpNormal(r, 2, 3), shpNormal(r, 2, 3), MatMulAttrs{TransposeA: true, TransposeB: true}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"},
 		{shpNormal(r, 2, 3, 1), shpNormal(r, 3, 2), MatMulAttrs{}, registry.ErrShape, "In[0] is not a matrix. Instead it has shape [2,3,1]"},
 		{shpNormal(r, 2, 3), shpNormal(r, 3), MatMulAttrs{}, registry.ErrShape, "In[1] is not a matrix. Instead it has shape [3]"},
-		{shpNormal(r, 2, 3), shpTo32(shpNormal(r, 3, 2)), MatMulAttrs{}, registry.ErrDtype, "input #1(zero-based) was expected to be a double tensor but is a float tensor"},
+		{shpNormal(r, 2, 3), testutil.To32(t, shpNormal(r, 3, 2)), MatMulAttrs{}, registry.ErrDtype, "input #1(zero-based) was expected to be a double tensor but is a float tensor"},
 	}
 	for _, c := range cases {
-		_, err := shpRun("MatMul", c.attrs, 1, c.a, c.b)
-		shpWantErr(t, err, c.kind, "MatMul", c.frag)
+		_, err := testutil.Run(t, "MatMul", c.attrs, 1, c.a, c.b)
+		testutil.WantErr(t, err, c.kind, "MatMul", c.frag)
 	}
 	// With transposes the compatible case passes.
-	if _, err := shpRun("MatMul", MatMulAttrs{TransposeA: true}, 1, shpNormal(r, 2, 3), shpNormal(r, 2, 4)); err != nil {
+	if _, err := testutil.Run(t, "MatMul", MatMulAttrs{TransposeA: true}, 1, shpNormal(r, 2, 3), shpNormal(r, 2, 4)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -271,17 +264,17 @@ func TestBiasAdd(t *testing.T) {
 			at := BiasAddAttrs{DataFormat: format}
 			name := fmt.Sprintf("BiasAdd %v %q", s, format)
 			for _, threads := range []int{1, 3} {
-				out := shpRun1(t, "BiasAdd", at, threads, x, b)
-				shpSameShape(t, name, out, s)
+				out := testutil.MustRun(t, "BiasAdd", at, threads, x, b)[0]
+				testutil.ShapeIs(t, name, out, s...)
 				shpClose(t, name, out.Float64s(), want, 0)
-				out = shpRun1(t, "BiasAdd", at, threads, shpTo32(x), shpTo32(b))
-				shpClose(t, name+" float32", shpF64(t, out), want, 1e-6)
+				out = testutil.MustRun(t, "BiasAdd", at, threads, testutil.To32(t, x), testutil.To32(t, b))[0]
+				shpClose(t, name+" float32", testutil.Float64s(t, out), want, 1e-6)
 
-				g := shpRun1(t, "BiasAddGrad", at, threads, x)
-				shpSameShape(t, "BiasAddGrad", g, []int{s[cd]})
+				g := testutil.MustRun(t, "BiasAddGrad", at, threads, x)[0]
+				testutil.ShapeIs(t, "BiasAddGrad", g, []int{s[cd]}...)
 				shpClose(t, "Grad "+name, g.Float64s(), wantG, 1e-12)
-				g = shpRun1(t, "BiasAddGrad", at, threads, shpTo32(x))
-				shpClose(t, "Grad "+name+" float32", shpF64(t, g), wantG, 1e-5)
+				g = testutil.MustRun(t, "BiasAddGrad", at, threads, testutil.To32(t, x))[0]
+				shpClose(t, "Grad "+name+" float32", testutil.Float64s(t, g), wantG, 1e-5)
 			}
 		}
 	}
@@ -295,7 +288,7 @@ func TestBiasAddGradAccuracy(t *testing.T) {
 	for i := 2; i < len(v); i++ {
 		v[i] = 1
 	}
-	g := shpRun1(t, "BiasAddGrad", nil, 2, shpMust(tensorx.New([]int{rows, 2}, v)))
+	g := testutil.MustRun(t, "BiasAddGrad", nil, 2, shpMust(tensorx.New([]int{rows, 2}, v)))[0]
 	want := float32(1<<24 + rows - 1)
 	if got := g.Float32s(); got[0] != want || got[1] != want {
 		t.Fatalf("BiasAddGrad float32 = %v, want %v", got, want)
@@ -316,17 +309,17 @@ func TestBiasAddErrors(t *testing.T) {
 		{shpNormal(r, 2, 3), shpNormal(r, 1, 3), BiasAddAttrs{}, registry.ErrShape, "Biases must be 1D: [1,3]"},
 		{shpNormal(r, 2, 3), shpNormal(r, 2), BiasAddAttrs{}, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [2] vs. [2,3]"},
 		{shpNormal(r, 2, 3, 4), shpNormal(r, 4), nchw, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,3,4]"},
-		{shpNormal(r, 2, 3), shpTo32(shpNormal(r, 3)), BiasAddAttrs{}, registry.ErrDtype, "expected to be a double tensor but is a float tensor"},
+		{shpNormal(r, 2, 3), testutil.To32(t, shpNormal(r, 3)), BiasAddAttrs{}, registry.ErrDtype, "expected to be a double tensor but is a float tensor"},
 		{shpNormal(r, 2, 3), shpNormal(r, 3), BiasAddAttrs{DataFormat: "NCDHW"}, registry.ErrInvalidArgument, "data_format"},
 	}
 	for _, c := range cases {
-		_, err := shpRun("BiasAdd", c.attrs, 1, c.x, c.b)
-		shpWantErr(t, err, c.kind, "BiasAdd", c.frag)
+		_, err := testutil.Run(t, "BiasAdd", c.attrs, 1, c.x, c.b)
+		testutil.WantErr(t, err, c.kind, "BiasAdd", c.frag)
 	}
-	_, err := shpRun("BiasAddGrad", nil, 1, shpNormal(r, 4))
-	shpWantErr(t, err, registry.ErrShape, "BiasAddGrad", "Input tensor must be at least 2D: [4]")
-	_, err = shpRun("BiasAddGrad", nchw, 1, shpNormal(r, 4, 2))
-	shpWantErr(t, err, registry.ErrShape, "BiasAddGrad", "at least rank 3")
+	_, err := testutil.Run(t, "BiasAddGrad", nil, 1, shpNormal(r, 4))
+	testutil.WantErr(t, err, registry.ErrShape, "BiasAddGrad", "Input tensor must be at least 2D: [4]")
+	_, err = testutil.Run(t, "BiasAddGrad", nchw, 1, shpNormal(r, 4, 2))
+	testutil.WantErr(t, err, registry.ErrShape, "BiasAddGrad", "at least rank 3")
 }
 
 func benchMatmulInto[T tensorx.Float](b *testing.B, n, threads int) {

@@ -1,133 +1,21 @@
 package forward
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-// shpNaNAlloc hands out buffers filled with NaN (floats) or a sentinel
-// (integers), so kernels that do not write every output element fail.
-type shpNaNAlloc struct{}
-
-func (shpNaNAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i := range d.Float32s() {
-			d.Float32s()[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i := range d.Float64s() {
-			d.Float64s()[i] = math.NaN()
-		}
-	case tensor.Int32:
-		for i := range d.Int32s() {
-			d.Int32s()[i] = -0x5a5a5a5a
-		}
-	case tensor.Int64:
-		for i := range d.Int64s() {
-			d.Int64s()[i] = -0x5a5a5a5a5a5a5a5a
-		}
-	case tensor.Bool:
-		for i := range d.Bools() {
-			d.Bools()[i] = true
-		}
-	}
-	return d, nil
-}
-
-func (shpNaNAlloc) Release(*tensor.Dense) {}
-
-// shpRun runs a registered op with a NaN-poisoning allocator.
-func shpRun(op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	d, err := registry.Lookup(op)
-	if err != nil {
-		return nil, err
-	}
-	kc := &registry.KernelCtx{Alloc: shpNaNAlloc{}, Threads: threads}
-	return registry.Run(d, kc, attrs, in)
-}
-
-// shpRun1 runs op and fails the test on error.
-func shpRun1(t *testing.T, op string, attrs any, threads int, in ...*tensor.Dense) *tensor.Dense {
-	t.Helper()
-	out, err := shpRun(op, attrs, threads, in...)
-	if err != nil {
-		t.Fatalf("%s: %v", op, err)
-	}
-	return out[0]
-}
-
-// shpWantErr checks that err wraps kind and mentions every fragment.
-func shpWantErr(t *testing.T, err error, kind error, frags ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %v containing %q", kind, frags)
-	}
-	if !errors.Is(err, kind) {
-		t.Fatalf("error %q does not wrap %v", err, kind)
-	}
-	for _, f := range frags {
-		if !strings.Contains(err.Error(), f) {
-			t.Fatalf("error %q does not contain %q", err, f)
-		}
-	}
-}
-
-// shpTo32 converts a float64 tensor to float32.
-func shpTo32(d *tensor.Dense) *tensor.Dense {
-	s := d.Float64s()
-	o := make([]float32, len(s))
-	for i, v := range s {
-		o[i] = float32(v)
-	}
-	return shpMust(tensorx.New(d.Shape(), o))
-}
-
-// shpF64 returns a float tensor's data as float64.
-func shpF64(t *testing.T, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // shpClose compares got with want elementwise (NaN equal to NaN).
 func shpClose(t *testing.T, what string, got, want []float64, tol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		g, w := got[i], want[i]
-		if math.IsNaN(w) && math.IsNaN(g) {
-			continue
-		}
-		if math.IsNaN(g) || math.Abs(g-w) > tol*(1+math.Abs(w)) {
-			t.Fatalf("%s: element %d = %v, want %v", what, i, g, w)
-		}
-	}
-}
-
-func shpSameShape(t *testing.T, what string, got *tensor.Dense, want []int) {
-	t.Helper()
-	if !tensorx.SameShape(got.Shape(), want) {
-		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want)
-	}
+	testutil.Close(t, what, got, want, testutil.Tol{Abs: tol, Rel: tol, NaN: true})
 }
 
 // shpStrides returns row-major strides.
@@ -192,28 +80,28 @@ func TestReshape(t *testing.T) {
 			for _, conv := range []bool{false, true} {
 				xx := x
 				if conv {
-					xx = shpTo32(x)
+					xx = testutil.To32(t, x)
 				}
-				out := shpRun1(t, "Reshape", nil, 1, xx, mk(c.shape...))
-				shpSameShape(t, fmt.Sprint("Reshape", c.in, c.shape), out, c.want)
-				shpClose(t, "Reshape", shpF64(t, out), shpF64(t, xx), 0)
+				out := testutil.MustRun(t, "Reshape", nil, 1, xx, mk(c.shape...))[0]
+				testutil.ShapeIs(t, fmt.Sprint("Reshape", c.in, c.shape), out, c.want...)
+				shpClose(t, "Reshape", testutil.Float64s(t, out), testutil.Float64s(t, xx), 0)
 			}
 		}
 	}
 	// Integer and bool tensors, and a scalar shape input (TF's legacy form).
 	xi := shpMust(tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4}))
-	out := shpRun1(t, "Reshape", nil, 1, xi, shpInt32s(4))
+	out := testutil.MustRun(t, "Reshape", nil, 1, xi, shpInt32s(4))[0]
 	if got := out.Int32s(); fmt.Sprint(got) != "[1 2 3 4]" || out.Dtype() != tensor.Int32 {
 		t.Fatalf("int32 reshape = %v", got)
 	}
 	xb := shpMust(tensorx.New([]int{2}, []bool{true, false}))
-	out = shpRun1(t, "Reshape", nil, 1, xb, shpInt32Scalar(2))
+	out = testutil.MustRun(t, "Reshape", nil, 1, xb, shpInt32Scalar(2))[0]
 	if got := out.Bools(); !got[0] || got[1] {
 		t.Fatalf("bool reshape = %v", got)
 	}
 	// The output is a copy.
 	x := shpNormal(r, 4)
-	out = shpRun1(t, "Reshape", nil, 1, x, shpInt32s(2, 2))
+	out = testutil.MustRun(t, "Reshape", nil, 1, x, shpInt32s(2, 2))[0]
 	out.Float64s()[0] = 42
 	if x.Float64s()[0] == 42 {
 		t.Fatal("Reshape output aliases its input")
@@ -236,8 +124,8 @@ func TestReshapeErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(3)), 2), registry.ErrDtype, "Reshape"},
 	}
 	for _, c := range cases {
-		_, err := shpRun("Reshape", nil, 1, x, c.shape)
-		shpWantErr(t, err, c.kind, "Reshape", c.frag)
+		_, err := testutil.Run(t, "Reshape", nil, 1, x, c.shape)
+		testutil.WantErr(t, err, c.kind, "Reshape", c.frag)
 	}
 }
 
@@ -277,11 +165,11 @@ func TestTranspose(t *testing.T) {
 			}
 			for _, threads := range []int{1, 3} {
 				name := fmt.Sprintf("Transpose %v perm %v threads %d", s, perm, threads)
-				out := shpRun1(t, "Transpose", nil, threads, x, shpInt32s(perm...))
-				shpSameShape(t, name, out, wantShape)
+				out := testutil.MustRun(t, "Transpose", nil, threads, x, shpInt32s(perm...))[0]
+				testutil.ShapeIs(t, name, out, wantShape...)
 				shpClose(t, name, out.Float64s(), want, 0)
-				out32 := shpRun1(t, "Transpose", nil, threads, shpTo32(x), shpInt64s(perm...))
-				shpClose(t, name+" float32", shpF64(t, out32), shpF64(t, shpMust(tensorx.New(wantShape, want))), 1e-7)
+				out32 := testutil.MustRun(t, "Transpose", nil, threads, testutil.To32(t, x), shpInt64s(perm...))[0]
+				shpClose(t, name+" float32", testutil.Float64s(t, out32), testutil.Float64s(t, shpMust(tensorx.New(wantShape, want))), 1e-7)
 			}
 		}
 	}
@@ -303,18 +191,18 @@ func TestTransposeLarge(t *testing.T) {
 		x := shpNormal(r, c.shape...)
 		want := shpNaiveTranspose(x.Float64s(), c.shape, c.perm)
 		for _, threads := range []int{1, 2, 4} {
-			out := shpRun1(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))
+			out := testutil.MustRun(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))[0]
 			shpClose(t, fmt.Sprint(c.shape, c.perm, threads), out.Float64s(), want, 0)
 		}
 	}
 	// Integer and bool element types share the generic kernel.
 	xi := shpMust(tensorx.New([]int{2, 3}, []int64{1, 2, 3, 4, 5, 6}))
-	out := shpRun1(t, "Transpose", nil, 1, xi, shpInt32s(1, 0))
+	out := testutil.MustRun(t, "Transpose", nil, 1, xi, shpInt32s(1, 0))[0]
 	if fmt.Sprint(out.Int64s()) != "[1 4 2 5 3 6]" {
 		t.Fatalf("int64 transpose = %v", out.Int64s())
 	}
 	xb := shpMust(tensorx.New([]int{2, 2}, []bool{true, true, false, false}))
-	out = shpRun1(t, "Transpose", nil, 1, xb, shpInt32s(1, 0))
+	out = testutil.MustRun(t, "Transpose", nil, 1, xb, shpInt32s(1, 0))[0]
 	if fmt.Sprint(out.Bools()) != "[true false true false]" {
 		t.Fatalf("bool transpose = %v", out.Bools())
 	}
@@ -335,8 +223,8 @@ func TestTransposeErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(7)), 3), registry.ErrDtype, "Transpose"},
 	}
 	for _, c := range cases {
-		_, err := shpRun("Transpose", nil, 1, x, c.perm)
-		shpWantErr(t, err, c.kind, "Transpose", c.frag)
+		_, err := testutil.Run(t, "Transpose", nil, 1, x, c.perm)
+		testutil.WantErr(t, err, c.kind, "Transpose", c.frag)
 	}
 }
 
@@ -348,32 +236,32 @@ func TestFill(t *testing.T) {
 		}
 		for _, mk := range []func(...int) *tensor.Dense{shpInt32s, shpInt64s} {
 			v := shpMust(tensorx.New(nil, []float64{2.5}))
-			out := shpRun1(t, "Fill", nil, 2, mk(dims...), v)
-			shpSameShape(t, "Fill", out, dims)
+			out := testutil.MustRun(t, "Fill", nil, 2, mk(dims...), v)[0]
+			testutil.ShapeIs(t, "Fill", out, dims...)
 			want := make([]float64, n)
 			for i := range want {
 				want[i] = 2.5
 			}
 			shpClose(t, "Fill", out.Float64s(), want, 0)
-			out = shpRun1(t, "Fill", nil, 1, mk(dims...), shpMust(tensorx.New([]int{1}, []float32{-1.5})))
+			out = testutil.MustRun(t, "Fill", nil, 1, mk(dims...), shpMust(tensorx.New([]int{1}, []float32{-1.5})))[0]
 			if out.Dtype() != tensor.Float32 {
 				t.Fatalf("Fill dtype %v", out.Dtype())
 			}
 			for i := range want {
 				want[i] = -1.5
 			}
-			shpClose(t, "Fill float32", shpF64(t, out), want, 0)
+			shpClose(t, "Fill float32", testutil.Float64s(t, out), want, 0)
 		}
 	}
-	out := shpRun1(t, "Fill", nil, 1, shpInt32s(3), shpMust(tensorx.New(nil, []int64{7})))
+	out := testutil.MustRun(t, "Fill", nil, 1, shpInt32s(3), shpMust(tensorx.New(nil, []int64{7})))[0]
 	if fmt.Sprint(out.Int64s()) != "[7 7 7]" {
 		t.Fatalf("int64 Fill = %v", out.Int64s())
 	}
-	out = shpRun1(t, "Fill", nil, 1, shpInt32Scalar(2), shpMust(tensorx.New(nil, []bool{false})))
+	out = testutil.MustRun(t, "Fill", nil, 1, shpInt32Scalar(2), shpMust(tensorx.New(nil, []bool{false})))[0]
 	if fmt.Sprint(out.Bools()) != "[false false]" {
 		t.Fatalf("bool Fill = %v", out.Bools())
 	}
-	out = shpRun1(t, "Fill", nil, 1, shpInt32s(2), shpMust(tensorx.New(nil, []int32{-3})))
+	out = testutil.MustRun(t, "Fill", nil, 1, shpInt32s(2), shpMust(tensorx.New(nil, []int32{-3})))[0]
 	if fmt.Sprint(out.Int32s()) != "[-3 -3]" {
 		t.Fatalf("int32 Fill = %v", out.Int32s())
 	}
@@ -392,26 +280,26 @@ func TestFillErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(8)), 2), v, registry.ErrDtype, "Fill"},
 	}
 	for _, c := range cases {
-		_, err := shpRun("Fill", nil, 1, c.dims, c.value)
-		shpWantErr(t, err, c.kind, "Fill", c.frag)
+		_, err := testutil.Run(t, "Fill", nil, 1, c.dims, c.value)
+		testutil.WantErr(t, err, c.kind, "Fill", c.frag)
 	}
 }
 
 func TestInvertPermutation(t *testing.T) {
-	out := shpRun1(t, "InvertPermutation", nil, 1, shpInt32s(2, 0, 3, 1))
+	out := testutil.MustRun(t, "InvertPermutation", nil, 1, shpInt32s(2, 0, 3, 1))[0]
 	if fmt.Sprint(out.Int32s()) != "[1 3 0 2]" {
 		t.Fatalf("InvertPermutation = %v", out.Int32s())
 	}
-	out = shpRun1(t, "InvertPermutation", nil, 1, shpInt64s())
+	out = testutil.MustRun(t, "InvertPermutation", nil, 1, shpInt64s())[0]
 	if len(out.Int64s()) != 0 {
 		t.Fatalf("empty InvertPermutation = %v", out.Int64s())
 	}
-	_, err := shpRun("InvertPermutation", nil, 1, shpInt32s(0, 2))
-	shpWantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "2 is not between 0 and 2")
-	_, err = shpRun("InvertPermutation", nil, 1, shpInt32s(1, 1))
-	shpWantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "1 is duplicated in the input.")
-	_, err = shpRun("InvertPermutation", nil, 1, shpInt32Scalar(0))
-	shpWantErr(t, err, registry.ErrShape, "InvertPermutation", "1D vector")
+	_, err := testutil.Run(t, "InvertPermutation", nil, 1, shpInt32s(0, 2))
+	testutil.WantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "2 is not between 0 and 2")
+	_, err = testutil.Run(t, "InvertPermutation", nil, 1, shpInt32s(1, 1))
+	testutil.WantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "1 is duplicated in the input.")
+	_, err = testutil.Run(t, "InvertPermutation", nil, 1, shpInt32Scalar(0))
+	testutil.WantErr(t, err, registry.ErrShape, "InvertPermutation", "1D vector")
 }
 
 // TestShapeSamples runs every sample generator of this family through its
@@ -430,7 +318,7 @@ func TestShapeSamples(t *testing.T) {
 			t.Fatalf("%s: only %d samples", op, len(ss))
 		}
 		for _, s := range ss {
-			if _, err := shpRun(op, s.Attrs, 1, s.Inputs...); err != nil {
+			if _, err := testutil.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
 				t.Errorf("%s sample %s: %v", op, s.Name, err)
 			}
 		}

@@ -1,92 +1,17 @@
 package forward
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
-
-// smPoisonAlloc hands out NaN-filled (or sentinel-filled) buffers unless
-// zeroed ones are asked for, so a kernel that leaves an output element
-// unwritten fails the comparison.
-type smPoisonAlloc struct{}
-
-func (smPoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil || zeroed {
-		return d, err
-	}
-	switch dt {
-	case tensor.Float32:
-		for i, s := 0, d.Float32s(); i < len(s); i++ {
-			s[i] = float32(math.NaN())
-		}
-	case tensor.Float64:
-		for i, s := 0, d.Float64s(); i < len(s); i++ {
-			s[i] = math.NaN()
-		}
-	}
-	return d, nil
-}
-
-func (smPoisonAlloc) Release(*tensor.Dense) {}
-
-func smRun(t *testing.T, op string, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, &registry.KernelCtx{Alloc: smPoisonAlloc{}, Threads: threads}, nil, in)
-}
-
-func smTensor[T tensorx.Elem](t *testing.T, shape []int, v []T) *tensor.Dense {
-	t.Helper()
-	d, err := tensorx.New(shape, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// smCast converts float64 values to a tensor of dtype dt (float32 values
-// are rounded; the reference then uses the rounded values).
-func smCast(t *testing.T, dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	t.Helper()
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		return smTensor(t, shape, f)
-	}
-	return smTensor(t, shape, append([]float64(nil), v...))
-}
-
-func smValues(t *testing.T, d *tensor.Dense) []float64 {
-	t.Helper()
-	v, err := tensorx.Float64s(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func smRandom(r *rand.Rand, n int, scale float64) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = scale * r.NormFloat64()
-	}
-	return v
-}
 
 // smNaiveSoftmax is softmax written from the definition, without the max
 // shift: exp(x_i) / Σ_j exp(x_j), and log-softmax as x_i - log Σ_j exp(x_j).
@@ -109,23 +34,11 @@ func smNaiveSoftmax(x []float64, cols int, log bool) []float64 {
 	return out
 }
 
+// smCompare compares got with want at tolerance tol·(1 + |want|); any NaN
+// fails.
 func smCompare(t *testing.T, what string, got, want []float64, tol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.IsNaN(got[i]) || math.Abs(got[i]-want[i]) > tol*(1+math.Abs(want[i])) {
-			t.Fatalf("%s: element %d = %v, want %v (tol %g)", what, i, got[i], want[i], tol)
-		}
-	}
-}
-
-func smShapeEq(t *testing.T, what string, d *tensor.Dense, want []int) {
-	t.Helper()
-	if !tensorx.SameShape(d.Shape(), want) {
-		t.Fatalf("%s: shape %v, want %v", what, d.Shape(), want)
-	}
+	testutil.Close(t, what, got, want, testutil.Tol{Abs: tol, Rel: tol})
 }
 
 func smTol(dt tensor.Dtype) float64 {
@@ -145,9 +58,9 @@ func TestSoftmaxForwardVsNaive(t *testing.T) {
 		for _, dt := range smDtypes {
 			for _, sh := range smShapes {
 				n, _ := tensorx.Numel(sh)
-				x := smRandom(r, n, 3)
-				in := smCast(t, dt, sh, x)
-				x = smValues(t, in) // the values the kernel sees
+				x := testutil.RandVals(r, n, 3, 0)
+				in := testutil.Dense(t, dt, sh, x)
+				x = testutil.Float64s(t, in) // the values the kernel sees
 				cols := sh[len(sh)-1]
 				var want []float64
 				if cols > 0 {
@@ -161,12 +74,12 @@ func TestSoftmaxForwardVsNaive(t *testing.T) {
 					if dt == tensor.Float32 && shift != 0 {
 						continue // x+1000 is not exact in float32; see TestSoftmaxLargeLogits
 					}
-					out, err := smRun(t, op, 2, smCast(t, dt, sh, xs))
+					out, err := testutil.Run(t, op, nil, 2, testutil.Dense(t, dt, sh, xs))
 					if err != nil {
 						t.Fatalf("%s %v %v: %v", op, dt, sh, err)
 					}
-					smShapeEq(t, op, out[0], sh)
-					smCompare(t, fmt.Sprintf("%s %v %v shift %v", op, dt, sh, shift), smValues(t, out[0]), want, smTol(dt)*(1+math.Abs(shift)))
+					testutil.ShapeIs(t, op, out[0], sh...)
+					smCompare(t, fmt.Sprintf("%s %v %v shift %v", op, dt, sh, shift), testutil.Float64s(t, out[0]), want, smTol(dt)*(1+math.Abs(shift)))
 				}
 			}
 		}
@@ -189,11 +102,11 @@ func TestSoftmaxLargeLogits(t *testing.T) {
 	wantLSM := []float64{0, -2000, -1000, -ls, -1 - ls, -2 - ls, -lt, -lt, -1 - lt, -2 - ls, -1 - ls, -ls}
 	for _, dt := range smDtypes {
 		for op, want := range map[string][]float64{"Softmax": wantSM, "LogSoftmax": wantLSM} {
-			out, err := smRun(t, op, 1, smCast(t, dt, []int{4, 3}, x))
+			out, err := testutil.Run(t, op, nil, 1, testutil.Dense(t, dt, []int{4, 3}, x))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := smValues(t, out[0])
+			got := testutil.Float64s(t, out[0])
 			for i := range got {
 				if math.IsNaN(got[i]) || math.IsInf(got[i], 0) || math.Abs(got[i]-want[i]) > 4*smTol(dt)*(1+math.Abs(want[i])) {
 					t.Fatalf("%s %v: element %d = %v, want %v", op, dt, i, got[i], want[i])
@@ -208,13 +121,13 @@ func TestSoftmaxLargeLogits(t *testing.T) {
 func TestSoftmaxThreadsDeterministic(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
 	sh := []int{300, 257}
-	x := smRandom(r, 300*257, 4)
+	x := testutil.RandVals(r, 300*257, 4, 0)
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		a, err := smRun(t, op, 1, smCast(t, tensor.Float32, sh, x))
+		a, err := testutil.Run(t, op, nil, 1, testutil.Dense(t, tensor.Float32, sh, x))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := smRun(t, op, 4, smCast(t, tensor.Float32, sh, x))
+		b, err := testutil.Run(t, op, nil, 4, testutil.Dense(t, tensor.Float32, sh, x))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,29 +140,14 @@ func TestSoftmaxThreadsDeterministic(t *testing.T) {
 	}
 }
 
-func smWantErr(t *testing.T, err, kind error, substr ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want %v", kind)
-	}
-	if !errors.Is(err, kind) {
-		t.Fatalf("error %q does not wrap %v", err, kind)
-	}
-	for _, s := range substr {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("error %q does not mention %q", err, s)
-		}
-	}
-}
-
 func TestSoftmaxErrors(t *testing.T) {
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		_, err := smRun(t, op, 1, smTensor(t, []int{}, []float64{1}))
-		smWantErr(t, err, registry.ErrShape, op+":", "logits must have >= 1 dimension, got []")
-		_, err = smRun(t, op, 1, smTensor(t, []int{2}, []int32{1, 2}))
-		smWantErr(t, err, registry.ErrDtype, op)
-		_, err = smRun(t, op, 1, smTensor(t, []int{2}, []float64{1, 2}), smTensor(t, []int{2}, []float64{1, 2}))
-		smWantErr(t, err, registry.ErrInvalidArgument, op)
+		_, err := testutil.Run(t, op, nil, 1, testutil.New(t, []int{}, []float64{1}))
+		testutil.WantErr(t, err, registry.ErrShape, op+":", "logits must have >= 1 dimension, got []")
+		_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2}, []int32{1, 2}))
+		testutil.WantErr(t, err, registry.ErrDtype, op)
+		_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2}, []float64{1, 2}), testutil.New(t, []int{2}, []float64{1, 2}))
+		testutil.WantErr(t, err, registry.ErrInvalidArgument, op)
 	}
 }
 
@@ -301,21 +199,21 @@ func TestSoftmaxCrossEntropyVsNaive(t *testing.T) {
 		for _, c := range cases {
 			nf, _ := tensorx.Numel(c.fs)
 			nl, _ := tensorx.Numel(c.ls)
-			fin := smCast(t, dt, c.fs, smRandom(r, nf, 3))
-			lin := smCast(t, dt, c.ls, smRandom(r, nl, 1))
-			out, err := smRun(t, "SoftmaxCrossEntropyWithLogits", 2, fin, lin)
+			fin := testutil.Dense(t, dt, c.fs, testutil.RandVals(r, nf, 3, 0))
+			lin := testutil.Dense(t, dt, c.ls, testutil.RandVals(r, nl, 1, 0))
+			out, err := testutil.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
 			if err != nil {
 				t.Fatalf("%v %v %v: %v", dt, c.fs, c.ls, err)
 			}
 			batch, classes := c.out[0], c.out[1]
 			fs0, fs1 := smStrides2(c.fs, c.out)
 			ls0, ls1 := smStrides2(c.ls, c.out)
-			loss, back := smNaiveXent(smValues(t, fin), smValues(t, lin), fs0, fs1, ls0, ls1, batch, classes)
+			loss, back := smNaiveXent(testutil.Float64s(t, fin), testutil.Float64s(t, lin), fs0, fs1, ls0, ls1, batch, classes)
 			what := fmt.Sprintf("%v features %v labels %v", dt, c.fs, c.ls)
-			smShapeEq(t, what+" loss", out[0], []int{batch})
-			smShapeEq(t, what+" backprop", out[1], c.out)
-			smCompare(t, what+" loss", smValues(t, out[0]), loss, 4*smTol(dt))
-			smCompare(t, what+" backprop", smValues(t, out[1]), back, smTol(dt))
+			testutil.ShapeIs(t, what+" loss", out[0], []int{batch}...)
+			testutil.ShapeIs(t, what+" backprop", out[1], c.out...)
+			smCompare(t, what+" loss", testutil.Float64s(t, out[0]), loss, 4*smTol(dt))
+			smCompare(t, what+" backprop", testutil.Float64s(t, out[1]), back, smTol(dt))
 		}
 	}
 }
@@ -350,7 +248,7 @@ func TestSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 	wantLoss := []float64{2000, 1.5 * math.Ln2}
 	wantBack := []float64{1, -1, 0, 0, 0, 0}
 	for _, dt := range smDtypes {
-		out, err := smRun(t, "SoftmaxCrossEntropyWithLogits", 1, smCast(t, dt, []int{2, 3}, f), smCast(t, dt, []int{2, 3}, l))
+		out, err := testutil.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), testutil.Dense(t, dt, []int{2, 3}, l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,8 +256,8 @@ func TestSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 		if dt == tensor.Float32 {
 			tol = 1e-4
 		}
-		smCompare(t, dt.String()+" loss", smValues(t, out[0]), wantLoss, tol)
-		smCompare(t, dt.String()+" backprop", smValues(t, out[1]), wantBack, tol)
+		smCompare(t, dt.String()+" loss", testutil.Float64s(t, out[0]), wantLoss, tol)
+		smCompare(t, dt.String()+" backprop", testutil.Float64s(t, out[1]), wantBack, tol)
 	}
 }
 
@@ -367,22 +265,22 @@ func TestSoftmaxCrossEntropyErrors(t *testing.T) {
 	const op = "SoftmaxCrossEntropyWithLogits"
 	f := func(shape ...int) *tensor.Dense {
 		n, _ := tensorx.Numel(shape)
-		return smTensor(t, shape, make([]float64, n))
+		return testutil.New(t, shape, make([]float64, n))
 	}
-	_, err := smRun(t, op, 1, f(2, 3), f(2, 4))
-	smWantErr(t, err, registry.ErrShape, op+":", "logits and labels must be broadcastable: logits_size=[2,3] labels_size=[2,4]")
-	_, err = smRun(t, op, 1, f(2, 3), f(3, 3))
-	smWantErr(t, err, registry.ErrShape, "must be broadcastable")
+	_, err := testutil.Run(t, op, nil, 1, f(2, 3), f(2, 4))
+	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must be broadcastable: logits_size=[2,3] labels_size=[2,4]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), f(3, 3))
+	testutil.WantErr(t, err, registry.ErrShape, "must be broadcastable")
 	for _, c := range [][2][]int{{{3}, {3}}, {{2, 2, 3}, {2, 2, 3}}, {{1, 2, 3}, {2, 3}}, {{}, {}}, {{3}, {}}, {{2, 1, 3}, {4, 1}}} {
-		_, err = smRun(t, op, 1, f(c[0]...), f(c[1]...))
-		smWantErr(t, err, registry.ErrShape, op+":", "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional")
+		_, err = testutil.Run(t, op, nil, 1, f(c[0]...), f(c[1]...))
+		testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional")
 	}
-	_, err = smRun(t, op, 1, f(2, 3), smTensor(t, []int{2, 3}, make([]float32, 6)))
-	smWantErr(t, err, registry.ErrDtype, op+":", "labels")
-	_, err = smRun(t, op, 1, smTensor(t, []int{2, 3}, make([]int32, 6)), smTensor(t, []int{2, 3}, make([]int32, 6)))
-	smWantErr(t, err, registry.ErrDtype, op)
-	_, err = smRun(t, op, 1, f(2, 3))
-	smWantErr(t, err, registry.ErrInvalidArgument, op)
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 3}, make([]float32, 6)))
+	testutil.WantErr(t, err, registry.ErrDtype, op+":", "labels")
+	_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2, 3}, make([]int32, 6)), testutil.New(t, []int{2, 3}, make([]int32, 6)))
+	testutil.WantErr(t, err, registry.ErrDtype, op)
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3))
+	testutil.WantErr(t, err, registry.ErrInvalidArgument, op)
 }
 
 func TestSparseSoftmaxCrossEntropyVsNaive(t *testing.T) {
@@ -392,13 +290,13 @@ func TestSparseSoftmaxCrossEntropyVsNaive(t *testing.T) {
 		for _, ldt := range []tensor.Dtype{tensor.Int32, tensor.Int64} {
 			for _, sh := range shapes {
 				batch, classes := sh[0], sh[1]
-				fin := smCast(t, dt, []int{batch, classes}, smRandom(r, batch*classes, 3))
+				fin := testutil.Dense(t, dt, []int{batch, classes}, testutil.RandVals(r, batch*classes, 3, 0))
 				idx := make([]int, batch)
 				for i := range idx {
 					idx[i] = r.Intn(classes)
 				}
 				lin := smIndexTensor(t, ldt, idx)
-				out, err := smRun(t, "SparseSoftmaxCrossEntropyWithLogits", 2, fin, lin)
+				out, err := testutil.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
 				if err != nil {
 					t.Fatalf("%v %v %v: %v", dt, ldt, sh, err)
 				}
@@ -406,12 +304,12 @@ func TestSparseSoftmaxCrossEntropyVsNaive(t *testing.T) {
 				for b, c := range idx {
 					onehot[b*classes+c] = 1
 				}
-				loss, back := smNaiveXent(smValues(t, fin), onehot, classes, 1, classes, 1, batch, classes)
+				loss, back := smNaiveXent(testutil.Float64s(t, fin), onehot, classes, 1, classes, 1, batch, classes)
 				what := fmt.Sprintf("%v %v %v", dt, ldt, sh)
-				smShapeEq(t, what+" loss", out[0], []int{batch})
-				smShapeEq(t, what+" backprop", out[1], []int{batch, classes})
-				smCompare(t, what+" loss", smValues(t, out[0]), loss, 4*smTol(dt))
-				smCompare(t, what+" backprop", smValues(t, out[1]), back, smTol(dt))
+				testutil.ShapeIs(t, what+" loss", out[0], []int{batch}...)
+				testutil.ShapeIs(t, what+" backprop", out[1], []int{batch, classes}...)
+				smCompare(t, what+" loss", testutil.Float64s(t, out[0]), loss, 4*smTol(dt))
+				smCompare(t, what+" backprop", testutil.Float64s(t, out[1]), back, smTol(dt))
 			}
 		}
 	}
@@ -424,19 +322,19 @@ func smIndexTensor(t *testing.T, dt tensor.Dtype, idx []int) *tensor.Dense {
 		for i, x := range idx {
 			v[i] = int64(x)
 		}
-		return smTensor(t, []int{len(idx)}, v)
+		return testutil.New(t, []int{len(idx)}, v)
 	}
 	v := make([]int32, len(idx))
 	for i, x := range idx {
 		v[i] = int32(x)
 	}
-	return smTensor(t, []int{len(idx)}, v)
+	return testutil.New(t, []int{len(idx)}, v)
 }
 
 func TestSparseSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 	f := []float64{1000, -1000, 0, -1000, -1000, -1000 + math.Ln2}
 	for _, dt := range smDtypes {
-		out, err := smRun(t, "SparseSoftmaxCrossEntropyWithLogits", 1, smCast(t, dt, []int{2, 3}, f), smIndexTensor(t, tensor.Int32, []int{1, 2}))
+		out, err := testutil.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), smIndexTensor(t, tensor.Int32, []int{1, 2}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,8 +342,8 @@ func TestSparseSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 		if dt == tensor.Float32 {
 			tol = 1e-4
 		}
-		smCompare(t, dt.String()+" loss", smValues(t, out[0]), []float64{2000, math.Ln2}, tol)
-		smCompare(t, dt.String()+" backprop", smValues(t, out[1]), []float64{1, -1, 0, 0.25, 0.25, -0.5}, tol)
+		smCompare(t, dt.String()+" loss", testutil.Float64s(t, out[0]), []float64{2000, math.Ln2}, tol)
+		smCompare(t, dt.String()+" backprop", testutil.Float64s(t, out[1]), []float64{1, -1, 0, 0.25, 0.25, -0.5}, tol)
 	}
 }
 
@@ -453,39 +351,39 @@ func TestSparseSoftmaxCrossEntropyErrors(t *testing.T) {
 	const op = "SparseSoftmaxCrossEntropyWithLogits"
 	f := func(shape ...int) *tensor.Dense {
 		n, _ := tensorx.Numel(shape)
-		return smTensor(t, shape, make([]float64, n))
+		return testutil.New(t, shape, make([]float64, n))
 	}
 	for _, ldt := range []tensor.Dtype{tensor.Int32, tensor.Int64} {
-		_, err := smRun(t, op, 1, f(3, 4), smIndexTensor(t, ldt, []int{0, 4, 1}))
-		smWantErr(t, err, registry.ErrInvalidArgument, op+":", "Received a label value of 4 which is outside the valid range of [0, 4).  Label values: 0 4 1")
-		_, err = smRun(t, op, 1, f(3, 4), smIndexTensor(t, ldt, []int{7, -1, 2}))
-		smWantErr(t, err, registry.ErrInvalidArgument, "Received a label value of -1 which is outside the valid range of [0, 4)")
-		_, err = smRun(t, op, 1, f(1, 1), smIndexTensor(t, ldt, []int{1}))
-		smWantErr(t, err, registry.ErrInvalidArgument, "Received a label value of 1 which is outside the valid range of [0, 1)")
+		_, err := testutil.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{0, 4, 1}))
+		testutil.WantErr(t, err, registry.ErrInvalidArgument, op+":", "Received a label value of 4 which is outside the valid range of [0, 4).  Label values: 0 4 1")
+		_, err = testutil.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{7, -1, 2}))
+		testutil.WantErr(t, err, registry.ErrInvalidArgument, "Received a label value of -1 which is outside the valid range of [0, 4)")
+		_, err = testutil.Run(t, op, nil, 1, f(1, 1), smIndexTensor(t, ldt, []int{1}))
+		testutil.WantErr(t, err, registry.ErrInvalidArgument, "Received a label value of 1 which is outside the valid range of [0, 1)")
 	}
-	_, err := smRun(t, op, 1, f(3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
-	smWantErr(t, err, registry.ErrShape, op+":", "logits must be 2-D, but got shape [3]")
-	_, err = smRun(t, op, 1, f(2, 3, 4), smIndexTensor(t, tensor.Int32, []int{0, 1}))
-	smWantErr(t, err, registry.ErrShape, "logits must be 2-D, but got shape [2,3,4]")
-	_, err = smRun(t, op, 1, f(2, 3), smTensor(t, []int{2, 1}, []int32{0, 1}))
-	smWantErr(t, err, registry.ErrShape, op+":", "labels must be 1-D, but got shape [2,1]")
-	_, err = smRun(t, op, 1, f(2, 3), smTensor(t, []int{}, []int32{0}))
-	smWantErr(t, err, registry.ErrShape, "labels must be 1-D, but got shape []")
-	_, err = smRun(t, op, 1, f(2, 3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
-	smWantErr(t, err, registry.ErrShape, op+":", "logits and labels must have the same first dimension, got logits shape [2,3] and labels shape [3]")
-	_, err = smRun(t, op, 1, f(2, 0), smIndexTensor(t, tensor.Int32, []int{0, 0}))
-	smWantErr(t, err, registry.ErrShape, op+":", "Must have at least one class, but got logits shape [2,0]")
-	_, err = smRun(t, op, 1, f(2, 3), f(2))
-	smWantErr(t, err, registry.ErrDtype, op+":", "labels must be int32 or int64")
-	_, err = smRun(t, op, 1, smIndexTensor(t, tensor.Int32, []int{0, 1}), smIndexTensor(t, tensor.Int32, []int{0, 1}))
-	smWantErr(t, err, registry.ErrDtype, op)
+	_, err := testutil.Run(t, op, nil, 1, f(3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
+	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits must be 2-D, but got shape [3]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3, 4), smIndexTensor(t, tensor.Int32, []int{0, 1}))
+	testutil.WantErr(t, err, registry.ErrShape, "logits must be 2-D, but got shape [2,3,4]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 1}, []int32{0, 1}))
+	testutil.WantErr(t, err, registry.ErrShape, op+":", "labels must be 1-D, but got shape [2,1]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{}, []int32{0}))
+	testutil.WantErr(t, err, registry.ErrShape, "labels must be 1-D, but got shape []")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
+	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must have the same first dimension, got logits shape [2,3] and labels shape [3]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 0), smIndexTensor(t, tensor.Int32, []int{0, 0}))
+	testutil.WantErr(t, err, registry.ErrShape, op+":", "Must have at least one class, but got logits shape [2,0]")
+	_, err = testutil.Run(t, op, nil, 1, f(2, 3), f(2))
+	testutil.WantErr(t, err, registry.ErrDtype, op+":", "labels must be int32 or int64")
+	_, err = testutil.Run(t, op, nil, 1, smIndexTensor(t, tensor.Int32, []int{0, 1}), smIndexTensor(t, tensor.Int32, []int{0, 1}))
+	testutil.WantErr(t, err, registry.ErrDtype, op)
 	// An empty batch needs no label check.
-	out, err := smRun(t, op, 1, f(0, 3), smIndexTensor(t, tensor.Int64, nil))
+	out, err := testutil.Run(t, op, nil, 1, f(0, 3), smIndexTensor(t, tensor.Int64, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	smShapeEq(t, "empty loss", out[0], []int{0})
-	smShapeEq(t, "empty backprop", out[1], []int{0, 3})
+	testutil.ShapeIs(t, "empty loss", out[0], []int{0}...)
+	testutil.ShapeIs(t, "empty backprop", out[1], []int{0, 3}...)
 }
 
 // TestSoftmaxSamplesValid: every sample of the family runs forward and its
@@ -516,7 +414,7 @@ func TestSoftmaxSamplesValid(t *testing.T) {
 				full := out[1].Shape()
 				cols := full[1]
 				l0, l1 := smStrides2(lab.Shape(), full)
-				lv := smValues(t, lab)
+				lv := testutil.Float64s(t, lab)
 				v := make([]float64, full[0]*cols)
 				for b := 0; b < full[0]; b++ {
 					for c := 0; c < cols; c++ {

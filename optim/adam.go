@@ -3,8 +3,6 @@ package optim
 import (
 	"math"
 
-	"gorgonia.org/tensor"
-
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
@@ -79,10 +77,7 @@ func newAdam(params []*autodiff.Param, s AdamSettings, decoupled bool) (*Adam, e
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	lr := s.LR
-	if lr == 0 {
-		lr = 1e-3
-	}
+	lr := orLR(s.LR, 1e-3)
 	if err := o.init(params, lr, s.Schedule, o.bufferNames()); err != nil {
 		return nil, err
 	}
@@ -97,18 +92,12 @@ func (o *Adam) bufferNames() []string {
 }
 
 func (o *Adam) validate() error {
-	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-	switch {
-	case bad(o.beta1) || o.beta1 < 0 || o.beta1 >= 1:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid beta1 %v: want 0 <= beta1 < 1", o.beta1)
-	case bad(o.beta2) || o.beta2 < 0 || o.beta2 >= 1:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid beta2 %v: want 0 <= beta2 < 1", o.beta2)
-	case bad(o.eps) || o.eps < 0:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid eps %v", o.eps)
-	case bad(o.weightDecay) || o.weightDecay < 0:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid weight decay %v", o.weightDecay)
-	}
-	return nil
+	return o.checkHypers(
+		hyperRule{o.beta1, o.beta1 >= 0 && o.beta1 < 1, "invalid beta1 %v: want 0 <= beta1 < 1"},
+		hyperRule{o.beta2, o.beta2 >= 0 && o.beta2 < 1, "invalid beta2 %v: want 0 <= beta2 < 1"},
+		hyperRule{o.eps, o.eps >= 0, "invalid eps %v"},
+		hyperRule{o.weightDecay, o.weightDecay >= 0, "invalid weight decay %v"},
+	)
 }
 
 func (o *Adam) hypers() []hyper {
@@ -122,27 +111,10 @@ func (o *Adam) hypers() []hyper {
 }
 
 // Step applies one Adam update (see Optimizer).
-func (o *Adam) Step() error {
-	lr, err := o.prepare()
-	if err != nil {
-		return err
-	}
-	for i, p := range o.params {
-		if !active(p) {
-			continue
-		}
-		o.steps[i]++
-		switch p.Data.Dtype() {
-		case tensor.Float32:
-			adamUpdate[float32](o, i, lr)
-		case tensor.Float64:
-			adamUpdate[float64](o, i, lr)
-		}
-		p.MarkModified()
-	}
-	o.finish()
-	return nil
-}
+func (o *Adam) Step() error { return o.step(o) }
+
+func (o *Adam) update32(i int, lr float64) { adamUpdate[float32](o, i, lr) }
+func (o *Adam) update64(i int, lr float64) { adamUpdate[float64](o, i, lr) }
 
 func adamUpdate[T tensorx.Float](o *Adam, i int, lr float64) {
 	p := o.params[i]

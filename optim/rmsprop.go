@@ -1,10 +1,6 @@
 package optim
 
 import (
-	"math"
-
-	"gorgonia.org/tensor"
-
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
@@ -59,10 +55,7 @@ func NewRMSProp(params []*autodiff.Param, s RMSPropSettings) (*RMSProp, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	lr := s.LR
-	if lr == 0 {
-		lr = 1e-2
-	}
+	lr := orLR(s.LR, 1e-2)
 	bufs := []string{"square_avg"}
 	if o.momentum > 0 {
 		bufs = append(bufs, "momentum_buffer")
@@ -77,18 +70,12 @@ func NewRMSProp(params []*autodiff.Param, s RMSPropSettings) (*RMSProp, error) {
 }
 
 func (o *RMSProp) validate() error {
-	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-	switch {
-	case bad(o.alpha) || o.alpha < 0 || o.alpha > 1:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid alpha %v: want 0 <= alpha <= 1", o.alpha)
-	case bad(o.eps) || o.eps < 0:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid eps %v", o.eps)
-	case bad(o.weightDecay) || o.weightDecay < 0:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid weight decay %v", o.weightDecay)
-	case bad(o.momentum) || o.momentum < 0:
-		return o.errorf(autodiff.ErrInvalidArgument, "invalid momentum %v", o.momentum)
-	}
-	return nil
+	return o.checkHypers(
+		hyperRule{o.alpha, o.alpha >= 0 && o.alpha <= 1, "invalid alpha %v: want 0 <= alpha <= 1"},
+		hyperRule{o.eps, o.eps >= 0, "invalid eps %v"},
+		hyperRule{o.weightDecay, o.weightDecay >= 0, "invalid weight decay %v"},
+		hyperRule{o.momentum, o.momentum >= 0, "invalid momentum %v"},
+	)
 }
 
 func (o *RMSProp) hypers() []hyper {
@@ -102,27 +89,10 @@ func (o *RMSProp) hypers() []hyper {
 }
 
 // Step applies one RMSProp update (see Optimizer).
-func (o *RMSProp) Step() error {
-	lr, err := o.prepare()
-	if err != nil {
-		return err
-	}
-	for i, p := range o.params {
-		if !active(p) {
-			continue
-		}
-		o.steps[i]++
-		switch p.Data.Dtype() {
-		case tensor.Float32:
-			rmspropUpdate[float32](o, i, lr)
-		case tensor.Float64:
-			rmspropUpdate[float64](o, i, lr)
-		}
-		p.MarkModified()
-	}
-	o.finish()
-	return nil
-}
+func (o *RMSProp) Step() error { return o.step(o) }
+
+func (o *RMSProp) update32(i int, lr float64) { rmspropUpdate[float32](o, i, lr) }
+func (o *RMSProp) update64(i int, lr float64) { rmspropUpdate[float64](o, i, lr) }
 
 func rmspropUpdate[T tensorx.Float](o *RMSProp, i int, lr float64) {
 	p := o.params[i]

@@ -1,10 +1,6 @@
 package optim
 
 import (
-	"math"
-
-	"gorgonia.org/tensor"
-
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
@@ -54,10 +50,7 @@ func NewSGD(params []*autodiff.Param, s SGDSettings) (*SGD, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	lr := s.LR
-	if lr == 0 {
-		lr = 1e-3
-	}
+	lr := orLR(s.LR, 1e-3)
 	var bufs []string
 	if s.Momentum != 0 {
 		bufs = []string{"momentum_buffer"}
@@ -69,13 +62,12 @@ func NewSGD(params []*autodiff.Param, s SGDSettings) (*SGD, error) {
 }
 
 func (o *SGD) validate() error {
-	for _, h := range []struct {
-		name string
-		v    float64
-	}{{"momentum", o.momentum}, {"dampening", o.dampening}, {"weight decay", o.weightDecay}} {
-		if math.IsNaN(h.v) || math.IsInf(h.v, 0) || (h.name != "dampening" && h.v < 0) {
-			return o.errorf(autodiff.ErrInvalidArgument, "invalid %s %v", h.name, h.v)
-		}
+	if err := o.checkHypers(
+		hyperRule{o.momentum, o.momentum >= 0, "invalid momentum %v"},
+		hyperRule{o.dampening, true, "invalid dampening %v"},
+		hyperRule{o.weightDecay, o.weightDecay >= 0, "invalid weight decay %v"},
+	); err != nil {
+		return err
 	}
 	if o.nesterov && (o.momentum <= 0 || o.dampening != 0) {
 		return o.errorf(autodiff.ErrInvalidArgument, "Nesterov momentum requires a momentum and zero dampening")
@@ -93,27 +85,10 @@ func (o *SGD) hypers() []hyper {
 }
 
 // Step applies one SGD update (see Optimizer).
-func (o *SGD) Step() error {
-	lr, err := o.prepare()
-	if err != nil {
-		return err
-	}
-	for i, p := range o.params {
-		if !active(p) {
-			continue
-		}
-		o.steps[i]++
-		switch p.Data.Dtype() {
-		case tensor.Float32:
-			sgdUpdate[float32](o, i, lr)
-		case tensor.Float64:
-			sgdUpdate[float64](o, i, lr)
-		}
-		p.MarkModified()
-	}
-	o.finish()
-	return nil
-}
+func (o *SGD) Step() error { return o.step(o) }
+
+func (o *SGD) update32(i int, lr float64) { sgdUpdate[float32](o, i, lr) }
+func (o *SGD) update64(i int, lr float64) { sgdUpdate[float64](o, i, lr) }
 
 func sgdUpdate[T tensorx.Float](o *SGD, i int, lr float64) {
 	p := o.params[i]

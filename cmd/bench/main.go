@@ -51,7 +51,47 @@ type workload struct {
 
 var workloads []workload
 
-func register(w workload) { workloads = append(workloads, w) }
+// register adds w, keeping the workloads in a fixed order whatever the
+// order of the files' init functions: W1 … W10 (numerically), then the
+// others (GEMM512 …).
+func register(w workload) {
+	workloads = append(workloads, w)
+	sort.SliceStable(workloads, func(i, j int) bool { return workloadLess(workloads[i].name, workloads[j].name) })
+}
+
+// workloadLess orders names as (W-workloads first, letters, number, rest).
+func workloadLess(a, b string) bool {
+	ga, la, na, ra := splitName(a)
+	gb, lb, nb, rb := splitName(b)
+	switch {
+	case ga != gb:
+		return ga < gb
+	case la != lb:
+		return la < lb
+	case na != nb:
+		return na < nb
+	}
+	return ra < rb
+}
+
+// splitName splits "W9ap" into group 0 (1 unless the letters are "W"),
+// letters "W", number 9 and rest "ap".
+func splitName(s string) (group int, letters string, num int, rest string) {
+	i := 0
+	for i < len(s) && (s[i] < '0' || s[i] > '9') {
+		i++
+	}
+	letters = s[:i]
+	j := i
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		num = 10*num + int(s[j]-'0')
+		j++
+	}
+	if letters != "W" {
+		group = 1
+	}
+	return group, letters, num, s[j:]
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

@@ -66,10 +66,22 @@ func opModes(threads int, op string, attrs any, shapes [][]int, outShape []int, 
 	if err != nil {
 		return nil, err
 	}
+	return paramModes(threads, op, attrs, ps, len(ps), up, flops, bytesFwd, bytesFwdBwd)
+}
+
+// paramModes builds the fwd and fwdbwd modes of op applied to the bound
+// parameters ps (its inputs, in order). fwdbwd takes the gradient of the
+// op's first output, weighted by the fixed upstream up, w.r.t. the first
+// nSrc inputs (made trainable); the other inputs stay constants. The
+// forward is run once to check the shapes.
+func paramModes(threads int, op string, attrs any, ps []*autodiff.Param, nSrc int, up *autodiff.Param, flops, bytesFwd, bytesFwdBwd float64) ([]mode, error) {
+	for _, p := range ps[:nSrc] {
+		p.Trainable = true
+	}
 	fwdTape := autodiff.NewTape(autodiff.Threads(threads), autodiff.NoGrad())
+	in := make([]autodiff.Value, len(ps))
 	fwd := func() error {
 		fwdTape.Reset()
-		in := make([]autodiff.Value, len(ps))
 		for i, p := range ps {
 			in[i] = fwdTape.Param(p)
 		}
@@ -77,18 +89,18 @@ func opModes(threads int, op string, attrs any, shapes [][]int, outShape []int, 
 		return fwdTape.Err()
 	}
 	bwdTape := autodiff.NewTape(autodiff.Threads(threads))
+	bin := make([]autodiff.Value, len(ps))
+	upv := make([]autodiff.Value, 1)
 	fwdbwd := func() error {
 		bwdTape.Reset()
-		in := make([]autodiff.Value, len(ps))
 		for i, p := range ps {
-			p.Trainable = true
-			in[i] = bwdTape.Param(p)
+			bin[i] = bwdTape.Param(p)
 		}
-		out := bwdTape.Apply(op, attrs, in...)
-		_, err := bwdTape.Grad(out[:1], in, []autodiff.Value{bwdTape.Param(up)}, autodiff.GradOpts{})
+		out := bwdTape.Apply(op, attrs, bin...)
+		upv[0] = bwdTape.Param(up)
+		_, err := bwdTape.Grad(out[:1], bin[:nSrc], upv, autodiff.GradOpts{})
 		return err
 	}
-	// Check the shapes once.
 	if err := fwd(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,159 @@
+package testutil
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// Values a PoisonAlloc writes into the dirty integer buffers it hands out.
+const (
+	poisonInt32 = -0x5a5a5a5a
+	poisonInt64 = -0x5a5a5a5a5a5a5a5a
+)
+
+// PoisonAlloc is a registry.Allocator handing out fresh buffers that are
+// filled with NaN (floats), a sentinel (int32, int64) or true (bool) unless
+// zeroed ones are asked for, so a kernel that leaves an output element
+// unwritten, or reads scratch it has not written, fails the comparisons.
+type PoisonAlloc struct{}
+
+// Alloc returns a fresh buffer, poisoned unless zeroed.
+func (PoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	d, err := tensorx.Zeros(dt, shape)
+	if err != nil || zeroed {
+		return d, err
+	}
+	switch dt {
+	case tensor.Float32:
+		s := d.Float32s()
+		for i := range s {
+			s[i] = float32(math.NaN())
+		}
+	case tensor.Float64:
+		s := d.Float64s()
+		for i := range s {
+			s[i] = math.NaN()
+		}
+	case tensor.Int32:
+		s := d.Int32s()
+		for i := range s {
+			s[i] = poisonInt32
+		}
+	case tensor.Int64:
+		s := d.Int64s()
+		for i := range s {
+			s[i] = poisonInt64
+		}
+	case tensor.Bool:
+		s := d.Bools()
+		for i := range s {
+			s[i] = true
+		}
+	}
+	return d, nil
+}
+
+// Release does nothing: buffers are never reused.
+func (PoisonAlloc) Release(*tensor.Dense) {}
+
+// KC returns a kernel context with a PoisonAlloc and the given thread
+// budget, without a random source.
+func KC(threads int) *registry.KernelCtx {
+	return &registry.KernelCtx{Alloc: PoisonAlloc{}, Threads: threads}
+}
+
+// SeededKC is KC with a random source seeded with seed, for the ops that
+// draw random numbers.
+func SeededKC(threads int, seed int64) *registry.KernelCtx {
+	kc := KC(threads)
+	kc.Rand = rand.New(rand.NewSource(seed))
+	return kc
+}
+
+// RunKC runs the registered op named op on kc (attrs are normalised by
+// registry.Run). A missing op fails the test.
+func RunKC(t testing.TB, kc *registry.KernelCtx, op string, attrs any, in ...*tensor.Dense) ([]*tensor.Dense, error) {
+	t.Helper()
+	def, err := registry.Lookup(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registry.Run(def, kc, attrs, in)
+}
+
+// Run runs op on KC(threads).
+func Run(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
+	t.Helper()
+	return RunKC(t, KC(threads), op, attrs, in...)
+}
+
+// MustRunKC is RunKC failing the test on error.
+func MustRunKC(t testing.TB, kc *registry.KernelCtx, op string, attrs any, in ...*tensor.Dense) []*tensor.Dense {
+	t.Helper()
+	out, err := RunKC(t, kc, op, attrs, in...)
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	return out
+}
+
+// MustRun is Run failing the test on error.
+func MustRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) []*tensor.Dense {
+	t.Helper()
+	return MustRunKC(t, KC(threads), op, attrs, in...)
+}
+
+// PoolAlloc is a registry.Allocator for benchmarks: it recycles released
+// buffers by dtype and shape (no poisoning, no first-touch cost of fresh
+// memory after the first call), as the tape's arena does in a training
+// loop. Its zero value is ready to use.
+type PoolAlloc struct{ free map[string][]*tensor.Dense }
+
+func poolKey(dt tensor.Dtype, shape []int) string { return fmt.Sprint(dt, shape) }
+
+// Alloc returns a released buffer of that dtype and shape if there is
+// one (zeroed if asked), else a fresh zeroed one.
+func (p *PoolAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	k := poolKey(dt, shape)
+	if l := p.free[k]; len(l) > 0 {
+		d := l[len(l)-1]
+		p.free[k] = l[:len(l)-1]
+		if zeroed {
+			clearData(d)
+		}
+		return d, nil
+	}
+	return tensorx.Zeros(dt, shape)
+}
+
+// Release makes d available to later Alloc calls of its dtype and shape.
+func (p *PoolAlloc) Release(d *tensor.Dense) {
+	if p.free == nil {
+		p.free = map[string][]*tensor.Dense{}
+	}
+	k := poolKey(d.Dtype(), tensorx.Shape(d))
+	p.free[k] = append(p.free[k], d)
+}
+
+// clearData zeroes d's elements.
+func clearData(d *tensor.Dense) {
+	switch d.Dtype() {
+	case tensor.Float32:
+		clear(d.Float32s())
+	case tensor.Float64:
+		clear(d.Float64s())
+	case tensor.Int32:
+		clear(d.Int32s())
+	case tensor.Int64:
+		clear(d.Int64s())
+	case tensor.Bool:
+		clear(d.Bools())
+	}
+}
