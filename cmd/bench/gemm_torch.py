@@ -5,8 +5,7 @@ BLAS, OpenBLAS in Debian's python3-torch) on square float32/float64 matrices.
 usage: /usr/bin/python3 cmd/bench/gemm_torch.py --threads 1 [--sizes 512,1024,2048]
 Prints JSON lines in cmd/bench's schema (workload GEMM<n>, mode sgemm|dgemm).
 """
-import argparse, json, statistics, time
-import torch
+import argparse, json, os, statistics, sys, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--threads', type=int, default=1)
@@ -14,6 +13,10 @@ ap.add_argument('--sizes', default='512,1024,2048')
 ap.add_argument('--reps', type=int, default=20)
 ap.add_argument('--min-time', type=float, default=0.5)
 args = ap.parse_args()
+# OpenBLAS reads its thread count at load time: set it before importing torch,
+# or --threads 1 still runs SGEMM on every core.
+os.environ['OPENBLAS_NUM_THREADS'] = os.environ['OMP_NUM_THREADS'] = str(args.threads)
+import torch  # noqa: E402
 torch.set_num_threads(args.threads)
 for n in [int(s) for s in args.sizes.split(',')]:
     for mode, dt in (('sgemm', torch.float32), ('dgemm', torch.float64)):
