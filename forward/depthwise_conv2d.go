@@ -3,6 +3,7 @@ package forward
 import (
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/internal/dwconv"
 	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
@@ -45,6 +46,17 @@ import (
 // on the shapes, each chunk sums its rows into its own partial filter (per
 // row in the element type, then in float64), and the partials are added in
 // chunk order. Results are bit-identical for any thread count.
+//
+// float32 problems with multiplier 1, a 3x3 filter, unit column dilation,
+// column stride 1 or 2 and at least 8 channels (any row stride, row
+// dilation and padding) run AVX2/FMA kernels instead (internal/dwconv,
+// when the CPU has them and the noasm build tag is not set): an output row
+// is one call that keeps a channel block's nine taps in registers and
+// sweeps blocks of pixels, the filter gradient keeps nine tap sums in
+// registers along a row, and each call prefetches the rows the next one
+// reads (the workloads are memory-bound). Their sums are fused
+// multiply-adds in a fixed order, so they differ from the Go loops in the
+// last bits, and are still bit-identical for any thread count.
 //
 // NCHW tensors are transposed to NHWC scratch and back.
 
@@ -385,8 +397,7 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 
 func dwForward[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x, f, out []T) error {
 	if !g.layout.nchw() {
-		dwForwardNHWC(kc.NumThreads(), g, x, f, out)
-		return nil
+		return dwForwardNHWC(kc, g, x, f, out)
 	}
 	xt, err := registry.Scratch[T](kc, len(x), false)
 	if err != nil {
@@ -397,15 +408,16 @@ func dwForward[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x, f, out []T
 		return err
 	}
 	convToNHWC(xt, x, g.n, g.c, g.h, g.w)
-	dwForwardNHWC(kc.NumThreads(), g, xt, f, ot)
+	if err := dwForwardNHWC(kc, g, xt, f, ot); err != nil {
+		return err
+	}
 	convToNCHW(out, ot, g.n, g.oc(), g.oh, g.ow)
 	return nil
 }
 
 func dwBackpropInput[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, f, dy, dx []T) error {
 	if !g.layout.nchw() {
-		dwBackpropInputNHWC(kc.NumThreads(), g, f, dy, dx)
-		return nil
+		return dwBackpropInputNHWC(kc, g, f, dy, dx)
 	}
 	dyt, err := registry.Scratch[T](kc, len(dy), false)
 	if err != nil {
@@ -416,7 +428,9 @@ func dwBackpropInput[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, f, dy, 
 		return err
 	}
 	convToNHWC(dyt, dy, g.n, g.oc(), g.oh, g.ow)
-	dwBackpropInputNHWC(kc.NumThreads(), g, f, dyt, dxt)
+	if err := dwBackpropInputNHWC(kc, g, f, dyt, dxt); err != nil {
+		return err
+	}
 	convToNCHW(dx, dxt, g.n, g.c, g.h, g.w)
 	return nil
 }
@@ -683,9 +697,19 @@ func dwRow3[T tensorx.Float](o, x, g0, g1, g2 []T, c, npix, s int, set bool) {
 // Forward, NHWC.
 
 // dwForwardNHWC computes out [n, oh, ow, c·m] from x [n, h, w, c] and f
-// [kh, kw, c, m]; every element of out is written. Output rows are
-// independent and split across goroutines.
-func dwForwardNHWC[T tensorx.Float](threads int, g *dwGeom, x, f, out []T) {
+// [kh, kw, c, m]; every element of out is written. float32 problems the
+// assembly kernels cover take dwForwardAsm.
+func dwForwardNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x, f, out []T) error {
+	if x32, ok := any(x).([]float32); ok && dwAsmFits(g) {
+		return dwForwardAsm(kc, g, x32, any(f).([]float32), any(out).([]float32))
+	}
+	dwForwardGo(kc.NumThreads(), g, x, f, out)
+	return nil
+}
+
+// dwForwardGo is dwForwardNHWC in Go. Output rows are independent and
+// split across goroutines.
+func dwForwardGo[T tensorx.Float](threads int, g *dwGeom, x, f, out []T) {
 	oc := g.oc()
 	rowOut, rowIn := g.ow*oc, g.w*g.c
 	jlo, jhi := dwInterior(g.ow, g.w, g.kw, g.sw, g.dw, g.pl)
@@ -761,9 +785,19 @@ func dwForwardPixel[T tensorx.Float](g *dwGeom, o, xrow, frow []T, j int, set bo
 // Input gradient, NHWC.
 
 // dwBackpropInputNHWC computes dx [n, h, w, c] from f and dy [n, oh, ow,
-// c·m]; every element of dx is written. Each input row gathers from the
-// output rows i with i·sh − pt + p·dh = y.
-func dwBackpropInputNHWC[T tensorx.Float](threads int, g *dwGeom, f, dy, dx []T) {
+// c·m]; every element of dx is written. float32 problems the assembly
+// kernels cover take dwBackpropInputAsm.
+func dwBackpropInputNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, f, dy, dx []T) error {
+	if f32, ok := any(f).([]float32); ok && dwAsmFits(g) {
+		return dwBackpropInputAsm(kc, g, f32, any(dy).([]float32), any(dx).([]float32))
+	}
+	dwBackpropInputGo(kc.NumThreads(), g, f, dy, dx)
+	return nil
+}
+
+// dwBackpropInputGo is dwBackpropInputNHWC in Go. Each input row gathers
+// from the output rows i with i·sh − pt + p·dh = y.
+func dwBackpropInputGo[T tensorx.Float](threads int, g *dwGeom, f, dy, dx []T) {
 	oc := g.oc()
 	rowIn, rowOut := g.w*g.c, g.ow*oc
 	parallel.For(threads, g.n*g.h, dwRowGrainFor(rowIn*g.m*g.kh*g.kw/max(1, g.sh*g.sw)), func(lo, hi int) {
@@ -910,8 +944,12 @@ func dwBackpropInputPixels[T tensorx.Float](g *dwGeom, dxrow, dyrow, frow []T, x
 // output pixels of dy ⊗ the input pixel each tap read; every element of
 // df is written. Output rows are cut into fixed chunks, each summed into
 // its own float64 partial filter (row sums in T first); the partials are
-// added in chunk order.
+// added in chunk order. float32 problems the assembly kernels cover take
+// dwBackpropFilterAsm.
 func dwBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x, dy, df []T) error {
+	if x32, ok := any(x).([]float32); ok && dwAsmFits(g) {
+		return dwBackpropFilterAsm(kc, g, x32, any(dy).([]float32), any(df).([]float32))
+	}
 	oc := g.oc()
 	rowIn, rowOut := g.w*g.c, g.ow*oc
 	fsz, racc := g.kh*g.kw*oc, g.kw*oc
@@ -1059,4 +1097,518 @@ func dwFilterPair3S2[T tensorx.Float](a0, a1, a2, d, x []T, c int) {
 		a1[k] += e0*x1[k] + e1*x3[k]
 		a2[k] += e0*v2 + e1*x4[k]
 	}
+}
+
+// ---------------------------------------------------------------------
+// float32 assembly paths (internal/dwconv): multiplier 1, 3x3 filters,
+// unit column dilation, column stride 1 or 2, at least 8 channels; any
+// row stride, row dilation and padding.
+//
+// The kernels take three input rows and a [3][3][c] filter. A filter row
+// whose input row falls into the padding reads a zeroed row with zeroed
+// taps instead (0·0 adds nothing, whatever the filter holds), so every
+// output row of the interior columns is one kernel call; the filters
+// with zeroed rows are prepared once per call, one per pattern of valid
+// rows. Border columns take only their valid taps (DotTaps, AxpyTaps).
+// Channels past the last block of 8 are covered by a second call on
+// slices shifted by c−8 (see package dwconv).
+
+// dwUseAsm switches the assembly paths on (tests compare both paths).
+var dwUseAsm = dwconv.Enabled
+
+// dwAsmFits reports whether the assembly kernels cover problem g.
+func dwAsmFits(g *dwGeom) bool {
+	return dwUseAsm && g.m == 1 && g.kh == 3 && g.kw == 3 && g.dw == 1 &&
+		(g.sw == 1 || g.sw == 2) && g.c >= dwconv.Block
+}
+
+// dwRowMask returns as bits the filter rows p < 3 whose input row
+// start + p·d lies in [0, size).
+func dwRowMask(start, d, size int) int {
+	lo, hi := dwRange(start, d, 3, size)
+	return (1<<hi - 1) &^ (1<<lo - 1)
+}
+
+// dwAsmTaps returns, for each row mask in need, the filter f [3][3][c]
+// with the rows outside the mask zeroed and, with flip, each row's
+// columns reversed (mask 7 without flip is f itself), and a zeroed row of
+// rowLen elements if some mask leaves a row out.
+func dwAsmTaps(kc *registry.KernelCtx, f []float32, c int, flip bool, need *[8]bool, rowLen int) (taps [8][]float32, zero []float32, err error) {
+	fsz := 9 * c
+	copies, partial := 0, false
+	for mask, ok := range need {
+		if !ok || mask == 0 {
+			continue
+		}
+		if mask != 7 || flip {
+			copies++
+		}
+		partial = partial || mask != 7
+	}
+	var buf []float32
+	if copies > 0 {
+		if buf, err = registry.Scratch[float32](kc, copies*fsz, false); err != nil {
+			return taps, nil, err
+		}
+	}
+	if partial {
+		if zero, err = registry.Scratch[float32](kc, rowLen, true); err != nil {
+			return taps, nil, err
+		}
+	}
+	for mask, ok := range need {
+		if !ok || mask == 0 {
+			continue
+		}
+		if mask == 7 && !flip {
+			taps[mask] = f[:fsz]
+			continue
+		}
+		t := buf[:fsz]
+		buf = buf[fsz:]
+		for p := range 3 {
+			for q := range 3 {
+				dst := t[(3*p+q)*c : (3*p+q+1)*c]
+				switch {
+				case mask>>p&1 == 0:
+					clear(dst)
+				case flip:
+					copy(dst, f[(3*p+2-q)*c:(3*p+3-q)*c])
+				default:
+					copy(dst, f[(3*p+q)*c:(3*p+q+1)*c])
+				}
+			}
+		}
+		taps[mask] = t
+	}
+	return taps, zero, nil
+}
+
+// dwAsmAhead is how many rows ahead the assembly paths prefetch (one row
+// of W5 or W6 takes 1–5 µs, far more than a memory latency; 2 and 3
+// measured no better).
+const dwAsmAhead = 1
+
+// dwAsmNewRows returns the input rows [lo, hi) (within [0, h)) that the
+// output row after the one whose window starts at row y0 reads and that
+// one does not (rows y0+s .. y0+s+2d past y0+2d).
+func dwAsmNewRows(y0, s, d, h int) (lo, hi int) {
+	return max(y0+2*d+1, y0+s, 0), min(h, y0+s+2*d+1)
+}
+
+// dwAsmRows fills rows with the input rows of the filter rows in mask
+// (row p is src[base(p)·rowLen:], at most rowLen long) and zero for the
+// others.
+func dwAsmRows(rows *[3][]float32, mask int, src, zero []float32, rowLen int, base func(p int) int) {
+	for p := range 3 {
+		if mask>>p&1 == 0 {
+			rows[p] = zero
+			continue
+		}
+		y := base(p)
+		rows[p] = src[y*rowLen : (y+1)*rowLen]
+	}
+}
+
+// dwAsmShift returns rows each shifted by off elements.
+func dwAsmShift(rows *[3][]float32, off int) *[3][]float32 {
+	return &[3][]float32{rows[0][off:], rows[1][off:], rows[2][off:]}
+}
+
+// dwAsmHalves runs kern over the interior pixels (or pixel pairs) [0, n)
+// of a row in two halves, the first prefetching pf[0], the second pf[1];
+// rows too short for two blocks of the kernel run in one call, after
+// prefetching both regions at once.
+func dwAsmHalves(n, block int, pf *[2][]float32, kern func(j0, j1 int, pf []float32)) {
+	if n <= 0 {
+		return
+	}
+	if n < 2*block {
+		dwconv.Prefetch(pf[0])
+		dwconv.Prefetch(pf[1])
+		kern(0, n, nil)
+		return
+	}
+	kern(0, n/2, pf[0])
+	kern(n/2, n, pf[1])
+}
+
+// dwAsmDot computes pixel o (c channels) as the sum of n products
+// xs[i]·ts[i]; no taps stores zeros.
+func dwAsmDot(o []float32, xs, ts *[9][]float32, n, c int) {
+	if n == 0 {
+		clear(o[:c])
+		return
+	}
+	dwconv.DotTaps(o, xs[:n], ts[:n], c/dwconv.Block)
+	if c%dwconv.Block != 0 {
+		off := c - dwconv.Block
+		for i := range n {
+			xs[i], ts[i] = xs[i][off:], ts[i][off:]
+		}
+		dwconv.DotTaps(o[off:], xs[:n], ts[:n], 1)
+	}
+}
+
+// dwForwardAsm is dwForwardNHWC for the problems of dwAsmFits.
+func dwForwardAsm(kc *registry.KernelCtx, g *dwGeom, x, f, out []float32) error {
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
+	var need [8]bool
+	for i := range g.oh {
+		need[dwRowMask(i*g.sh-g.pt, g.dh, g.h)] = true
+	}
+	taps, zero, err := dwAsmTaps(kc, f, c, false, &need, rowIn)
+	if err != nil {
+		return err
+	}
+	nb, off := c/dwconv.Block, c-dwconv.Block
+	tail := c%dwconv.Block != 0
+	jlo, jhi := dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
+	parallel.For(kc.NumThreads(), g.n*g.oh, dwRowGrainFor(rowOut*9), func(lo, hi int) {
+		var rows [3][]float32
+		var xs, ts [9][]float32
+		for r := lo; r < hi; r++ {
+			b, i := r/g.oh, r%g.oh
+			orow := out[r*rowOut : (r+1)*rowOut]
+			y0 := i*g.sh - g.pt
+			mask := dwRowMask(y0, g.dh, g.h)
+			if mask == 0 {
+				clear(orow)
+				continue
+			}
+			dwAsmRows(&rows, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
+			// The new input rows and the output row of the row dwAsmAhead
+			// rows on, prefetched while this row runs.
+			var pf [2][]float32
+			if d := dwAsmAhead; r+d < hi {
+				if i+d < g.oh {
+					ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
+					if ylo < yhi {
+						pf[0] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
+					}
+				}
+				pf[1] = out[(r+d)*rowOut : (r+d+1)*rowOut]
+			}
+			dwAsmHalves(jhi-jlo, 6/g.sw, &pf, func(j0, j1 int, pf []float32) {
+				win := dwAsmShift(&rows, ((jlo+j0)*g.sw-g.pl)*c)
+				o := orow[(jlo+j0)*c:]
+				dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, g.sw, pf)
+				if tail {
+					dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, g.sw, nil)
+				}
+			})
+			for j := 0; j < g.ow; j++ {
+				if j == jlo && jlo < jhi {
+					if j = jhi; j >= g.ow {
+						break
+					}
+				}
+				x0 := j*g.sw - g.pl
+				qlo, qhi := dwRange(x0, 1, 3, g.w)
+				n := 0
+				for p := range 3 {
+					if mask>>p&1 == 0 {
+						continue
+					}
+					for q := qlo; q < qhi; q++ {
+						xs[n], ts[n] = rows[p][(x0+q)*c:], f[(3*p+q)*c:]
+						n++
+					}
+				}
+				dwAsmDot(orow[j*c:], &xs, &ts, n, c)
+			}
+		}
+	})
+	return nil
+}
+
+// dwBackpropInputAsm is dwBackpropInputNHWC for the problems of
+// dwAsmFits. Input-gradient row y gathers the out_backprop rows
+// i = (y + pt − p·dh)/sh of the filter rows p where that division is
+// exact and i is in range. Along a row, stride 1 is the forward kernel
+// with each filter row reversed; stride 2 computes pixel pairs
+// (BwdInput3x3S2).
+func dwBackpropInputAsm(kc *registry.KernelCtx, g *dwGeom, f, dy, dx []float32) error {
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
+	rowMask := func(y int) int {
+		mask := 0
+		for p := range 3 {
+			t := y + g.pt - p*g.dh
+			if t >= 0 && t%g.sh == 0 && t/g.sh < g.oh {
+				mask |= 1 << p
+			}
+		}
+		return mask
+	}
+	var need [8]bool
+	for y := range g.h {
+		need[rowMask(y)] = true
+	}
+	taps, zero, err := dwAsmTaps(kc, f, c, g.sw == 1, &need, rowOut)
+	if err != nil {
+		return err
+	}
+	nb, off := c/dwconv.Block, c-dwconv.Block
+	tail := c%dwconv.Block != 0
+	// Interior input pixels [xlo, xhi): every tap's out_backprop pixel
+	// exists. Stride 1: x + pl − 2 ≥ 0 and x + pl < ow. Stride 2: pairs
+	// t = x + pl = 2u, 2u+1 with 1 ≤ u < ow, 2u − pl ≥ 0, 2u + 1 − pl < w.
+	var xlo, xhi, ulo int
+	if g.sw == 1 {
+		xlo = min(g.w, max(0, 2-g.pl))
+		xhi = max(xlo, min(g.w, g.ow-g.pl))
+	} else {
+		ulo = max(1, (g.pl+1)/2)
+		uhi := ulo
+		if last := g.w - 2 + g.pl; last >= 0 {
+			uhi = max(ulo, min(g.ow, last/2+1))
+		}
+		xlo, xhi = 2*ulo-g.pl, 2*uhi-g.pl
+		if ulo >= uhi {
+			xlo, xhi = 0, 0
+		}
+	}
+	parallel.For(kc.NumThreads(), g.n*g.h, dwRowGrainFor(rowIn*9/g.sh/g.sw), func(lo, hi int) {
+		var rows [3][]float32
+		var xs, ts [9][]float32
+		for r := lo; r < hi; r++ {
+			b, y := r/g.h, r%g.h
+			dxrow := dx[r*rowIn : (r+1)*rowIn]
+			mask := rowMask(y)
+			if mask == 0 {
+				clear(dxrow)
+				continue
+			}
+			dwAsmRows(&rows, mask, dy, zero, rowOut, func(p int) int { return b*g.oh + (y+g.pt-p*g.dh)/g.sh })
+			// The new out_backprop row (filter row 0) and the input-gradient
+			// row of the row dwAsmAhead rows on, prefetched while this row
+			// runs.
+			var pf [2][]float32
+			if d := dwAsmAhead; r+d < hi {
+				if t := y + d + g.pt; y+d < g.h && t%g.sh == 0 && t/g.sh < g.oh {
+					i := b*g.oh + t/g.sh
+					pf[0] = dy[i*rowOut : (i+1)*rowOut]
+				}
+				pf[1] = dx[(r+d)*rowIn : (r+d+1)*rowIn]
+			}
+			if g.sw == 1 {
+				dwAsmHalves(xhi-xlo, 6, &pf, func(j0, j1 int, pf []float32) {
+					win := dwAsmShift(&rows, (xlo+j0+g.pl-2)*c)
+					o := dxrow[(xlo+j0)*c:]
+					dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, 1, pf)
+					if tail {
+						dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, 1, nil)
+					}
+				})
+			} else {
+				dwAsmHalves((xhi-xlo)/2, 4, &pf, func(m0, m1 int, pf []float32) {
+					win := dwAsmShift(&rows, (ulo-1+m0)*c)
+					o := dxrow[(xlo+2*m0)*c:]
+					dwconv.BwdInput3x3S2(o, win, taps[mask], m1-m0, nb, c, pf)
+					if tail {
+						dwconv.BwdInput3x3S2(o[off:], dwAsmShift(win, off), taps[mask][off:], m1-m0, 1, c, nil)
+					}
+				})
+			}
+			for xc := 0; xc < g.w; xc++ {
+				if xc == xlo && xlo < xhi {
+					if xc = xhi; xc >= g.w {
+						break
+					}
+				}
+				n := 0
+				for p := range 3 {
+					if mask>>p&1 == 0 {
+						continue
+					}
+					for q := range 3 {
+						t := xc + g.pl - q
+						if t < 0 || t%g.sw != 0 || t/g.sw >= g.ow {
+							continue
+						}
+						xs[n], ts[n] = rows[p][t/g.sw*c:], f[(3*p+q)*c:]
+						n++
+					}
+				}
+				dwAsmDot(dxrow[xc*c:], &xs, &ts, n, c)
+			}
+		}
+	})
+	return nil
+}
+
+// dwAsmFilterSpan bounds the input and out_backprop bytes one Filter3x3
+// call spans: its channel blocks sweep them in turn, so they should stay
+// in the L1 cache (the prefetches go to L2). On W5, 8–16 KiB (segments of
+// 4–8 pixels) ran ~1.5× faster than 32–96 KiB; W6 (4 channel blocks) is
+// less sensitive.
+const dwAsmFilterSpan = 16 << 10
+
+// dwBackpropFilterAsm is dwBackpropFilterNHWC for the problems of
+// dwAsmFits, with the same fixed chunks of output rows. A chunk sums each
+// row (all filter rows at once) in float32 into packed accumulators
+// [block][9][8] (one block more for a channel tail), adds them to its
+// float64 partial, and the partials are added in chunk order, so results
+// do not depend on the thread count.
+func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32) error {
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
+	nb, off := c/dwconv.Block, c-dwconv.Block
+	tail := c%dwconv.Block != 0
+	nbt := nb
+	if tail {
+		nbt++
+	}
+	pk := 72 * nbt
+	rows := g.n * g.oh
+	rpc := max(1, dwFilterChunkWork/max(1, rowOut*9))
+	maxChunks := min(dwMaxFilterChunks, max(1, dwPartialElems/pk))
+	if parallel.Chunks(rows, rpc) > maxChunks {
+		rpc = (rows + maxChunks - 1) / maxChunks
+	}
+	nch := parallel.Chunks(rows, rpc)
+	parts, err := registry.Scratch[float64](kc, nch*pk, true)
+	if err != nil {
+		return err
+	}
+	accs, err := registry.Scratch[float32](kc, nch*pk, false)
+	if err != nil {
+		return err
+	}
+	var need [8]bool
+	for i := range g.oh {
+		need[dwRowMask(i*g.sh-g.pt, g.dh, g.h)] = true
+	}
+	var zero []float32
+	for mask, ok := range need {
+		if ok && mask != 0 && mask != 7 && zero == nil {
+			if zero, err = registry.Scratch[float32](kc, rowIn, true); err != nil {
+				return err
+			}
+		}
+	}
+	jlo, jhi := dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
+	// Interior segments: at least two (half of them prefetch one of the
+	// next row's two new regions, half the other), balanced.
+	nseg := 0
+	if n := jhi - jlo; n > 0 {
+		seg := max(2, dwAsmFilterSpan/(4*c*(3*g.sw+1)))
+		nseg = max(min(2, n/2), (n+seg-1)/seg)
+	}
+	parallel.ForChunks(kc.NumThreads(), rows, rpc, func(ci, lo, hi int) {
+		part := parts[ci*pk : (ci+1)*pk]
+		acc := accs[ci*pk : (ci+1)*pk]
+		var xr [3][]float32
+		var ks [9]int
+		var xs [9][]float32
+		for r := lo; r < hi; r++ {
+			b, i := r/g.oh, r%g.oh
+			dyrow := dy[r*rowOut : (r+1)*rowOut]
+			y0 := i*g.sh - g.pt
+			mask := dwRowMask(y0, g.dh, g.h)
+			if mask == 0 {
+				continue
+			}
+			dwAsmRows(&xr, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
+			// The out_backprop and the new input rows of the row dwAsmAhead
+			// rows on, prefetched while this row runs (across chunks too:
+			// chunks run in order on each goroutine).
+			var pf [2][]float32
+			if d := dwAsmAhead; r+d < rows {
+				pf[0] = dy[(r+d)*rowOut : (r+d+1)*rowOut]
+				if i+d < g.oh {
+					ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
+					if ylo < yhi {
+						pf[1] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
+					}
+				}
+			}
+			if nseg < 2 {
+				dwconv.Prefetch(pf[0])
+				dwconv.Prefetch(pf[1])
+			}
+			clear(acc)
+			for k := range nseg {
+				j0, j1 := jlo+k*(jhi-jlo)/nseg, jlo+(k+1)*(jhi-jlo)/nseg
+				// Segments [0, nseg/2) share the first region, the others the
+				// second (measured: better than an even split of both on W6).
+				var p []float32
+				if h0 := nseg / 2; h0 > 0 {
+					reg, piece, pieces := pf[0], k, h0
+					if k >= h0 {
+						reg, piece, pieces = pf[1], k-h0, nseg-h0
+					}
+					p = reg[piece*len(reg)/pieces : (piece+1)*len(reg)/pieces]
+				}
+				win := dwAsmShift(&xr, (j0*g.sw-g.pl)*c)
+				d := dyrow[j0*c:]
+				dwconv.Filter3x3(acc, d, win, j1-j0, nb, c, g.sw, p)
+				if tail {
+					dwconv.Filter3x3(acc[72*nb:], d[off:], dwAsmShift(win, off), j1-j0, 1, c, g.sw, nil)
+				}
+			}
+			for j := 0; j < g.ow; j++ {
+				if j == jlo && jlo < jhi {
+					if j = jhi; j >= g.ow {
+						break
+					}
+				}
+				x0 := j*g.sw - g.pl
+				qlo, qhi := dwRange(x0, 1, 3, g.w)
+				n := 0
+				for p := range 3 {
+					if mask>>p&1 == 0 {
+						continue
+					}
+					for q := qlo; q < qhi; q++ {
+						ks[n], xs[n] = 3*p+q, xr[p][(x0+q)*c:]
+						n++
+					}
+				}
+				if n == 0 {
+					continue
+				}
+				d := dyrow[j*c:]
+				dwconv.AxpyTaps(acc, ks[:n], xs[:n], d, nb)
+				if tail {
+					for k := range n {
+						xs[k] = xs[k][off:]
+					}
+					dwconv.AxpyTaps(acc[72*nb:], ks[:n], xs[:n], d[off:], 1)
+				}
+			}
+			if mask != 7 {
+				// The zeroed rows' sums are not part of the gradient.
+				for blk := range nbt {
+					for p := range 3 {
+						if mask>>p&1 == 0 {
+							clear(acc[72*blk+24*p : 72*blk+24*p+24])
+						}
+					}
+				}
+			}
+			dwconv.AddF64(part, acc)
+		}
+	})
+	sum := parts[:pk]
+	for ci := 1; ci < nch; ci++ {
+		part := parts[ci*pk : (ci+1)*pk]
+		for k, v := range part {
+			sum[k] += v
+		}
+	}
+	for k := range 9 {
+		dk := df[k*c : (k+1)*c]
+		for blk := range nb {
+			for l := range dwconv.Block {
+				dk[blk*dwconv.Block+l] = float32(sum[72*blk+8*k+l])
+			}
+		}
+		for ch := nb * dwconv.Block; ch < c; ch++ {
+			dk[ch] = float32(sum[72*nb+8*k+ch-off])
+		}
+	}
+	return nil
 }
