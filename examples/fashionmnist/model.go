@@ -14,7 +14,7 @@ import (
 //	conv3x3(1→32) BN ReLU · FractionalAvgPool 1.5 (28→18)
 //	conv3x3(32→64) BN ReLU · FractionalAvgPool 1.5 (18→12)
 //	depthwise3x3(64) BN ReLU · conv1x1(64→128) BN ReLU · FractionalAvgPool 1.5 (12→8)
-//	flatten · dense 8192→128 ReLU · dropout 0.3 · dense 128→10
+//	flatten · dropout 0.25 · dense 8192→10
 //
 // torch_twin.py builds the same model in PyTorch.
 func newModel(seed int64, qat bool) *nn.Sequential {
@@ -46,19 +46,15 @@ func newModel(seed int64, qat bool) *nn.Sequential {
 	pool := func() nn.Module {
 		return nn.NewFractionalAvgPool(1.5, nn.FractionalPoolOpts{PseudoRandom: true})
 	}
-	dense := func(in, out int) nn.Module {
-		var d nn.Module = nn.NewDense(in, out, nn.DenseOpts{Rand: r})
-		if qat {
-			d = nn.NewFakeQuantWeights(d.(nn.Quantizable), nn.WeightQuantOpts{})
-		}
-		return d
+	var dense nn.Module = nn.NewDense(8*8*128, 10, nn.DenseOpts{Rand: r})
+	if qat {
+		dense = nn.NewFakeQuantWeights(dense.(nn.Quantizable), nn.WeightQuantOpts{})
 	}
 	return nn.NewSequential(
 		nn.Named("conv1", conv(1, 32, 3)), nn.Named("bn1", bn(32)), relu(), pool(),
 		nn.Named("conv2", conv(32, 64, 3)), nn.Named("bn2", bn(64)), relu(), pool(),
 		nn.Named("dw3", depthwise(64, 3)), nn.Named("bn3", bn(64)), relu(),
 		nn.Named("pw3", conv(64, 128, 1)), nn.Named("bn4", bn(128)), relu(), pool(),
-		nn.Flatten(), nn.Named("fc1", dense(8*8*128, 128)), relu(), nn.NewDropout(0.3),
-		nn.Named("fc2", dense(128, 10)),
+		nn.Flatten(), nn.NewDropout(0.25), nn.Named("fc", dense),
 	)
 }
