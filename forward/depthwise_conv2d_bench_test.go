@@ -11,7 +11,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/dwconv"
-	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
@@ -293,38 +292,4 @@ func dwBenchCPUTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-func BenchmarkZZN(b *testing.B) {
-	for _, n := range []int{2, 4, 8} {
-		for _, m := range []string{"fwd", "bwd_filter"} {
-			b.Run(fmt.Sprint("W6", m, "n", n), func(b *testing.B) { dwOpBench(b, n, 112, 32, 2, m) })
-		}
-	}
-}
-
-func BenchmarkZZPar(b *testing.B) {
-	var sink [2]float64
-	work := func(k int) {
-		s := 0.0
-		for i := range 20000 {
-			s += float64(i ^ k)
-		}
-		sink[k%2] += s
-	}
-	b.Run("serial2", func(b *testing.B) {
-		for range b.N {
-			work(0)
-			work(1)
-		}
-	})
-	b.Run("parallel2", func(b *testing.B) {
-		for range b.N {
-			parallel.For(2, 2, 1, func(lo, hi int) {
-				for k := lo; k < hi; k++ {
-					work(k)
-				}
-			})
-		}
-	})
 }
