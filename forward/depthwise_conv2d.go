@@ -1,6 +1,8 @@
 package forward
 
 import (
+	"sync/atomic"
+
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/dwconv"
@@ -1184,6 +1186,37 @@ func dwAsmTaps(kc *registry.KernelCtx, f []float32, c int, flip bool, need *[8]b
 	return taps, zero, nil
 }
 
+// dwDynamic calls fn over [0, n) in blocks of grain, which up to threads
+// goroutines pull in order from a shared counter: a worker that starts
+// late (waking an idle CPU took ~70 µs on the project's VM, a fifth of a
+// W6 op) or runs on a busy CPU takes fewer blocks. Blocks must be
+// independent (or, for reductions, write per-block partials), so results
+// do not depend on which goroutine runs which block.
+func dwDynamic(threads, n, grain int, fn func(lo, hi int)) {
+	grain = max(1, grain)
+	if threads <= 1 || n <= grain {
+		fn(0, n)
+		return
+	}
+	var next atomic.Int64
+	parallel.For(threads, threads, 1, func(int, int) {
+		for {
+			lo := int(next.Add(int64(grain))) - grain
+			if lo >= n {
+				return
+			}
+			fn(lo, min(lo+grain, n))
+		}
+	})
+}
+
+// dwAsmBlock returns the rows per block of dwDynamic: about 16 blocks per
+// thread (small enough to balance a late start, large enough that few
+// rows miss their prefetch at a block's start), at least grain.
+func dwAsmBlock(rows, threads, grain int) int {
+	return max(grain, rows/(16*max(1, threads)))
+}
+
 // dwAsmAhead is how many rows ahead the assembly paths prefetch (one row
 // of W5 or W6 takes 1–5 µs, far more than a memory latency; 2 and 3
 // measured no better).
@@ -1265,7 +1298,7 @@ func dwForwardAsm(kc *registry.KernelCtx, g *dwGeom, x, f, out []float32) error 
 	nb, off := c/dwconv.Block, c-dwconv.Block
 	tail := c%dwconv.Block != 0
 	jlo, jhi := dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
-	parallel.For(kc.NumThreads(), g.n*g.oh, dwRowGrainFor(rowOut*9), func(lo, hi int) {
+	dwDynamic(kc.NumThreads(), g.n*g.oh, dwAsmBlock(g.n*g.oh, kc.NumThreads(), dwRowGrainFor(rowOut*9)), func(lo, hi int) {
 		var rows [3][]float32
 		var xs, ts [9][]float32
 		for r := lo; r < hi; r++ {
@@ -1370,7 +1403,7 @@ func dwBackpropInputAsm(kc *registry.KernelCtx, g *dwGeom, f, dy, dx []float32) 
 			xlo, xhi = 0, 0
 		}
 	}
-	parallel.For(kc.NumThreads(), g.n*g.h, dwRowGrainFor(rowIn*9/g.sh/g.sw), func(lo, hi int) {
+	dwDynamic(kc.NumThreads(), g.n*g.h, dwAsmBlock(g.n*g.h, kc.NumThreads(), dwRowGrainFor(rowIn*9/g.sh/g.sw)), func(lo, hi int) {
 		var rows [3][]float32
 		var xs, ts [9][]float32
 		for r := lo; r < hi; r++ {
@@ -1497,7 +1530,7 @@ func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32)
 		seg := max(2, dwAsmFilterSpan/(4*c*(3*g.sw+1)))
 		nseg = max(min(2, n/2), (n+seg-1)/seg)
 	}
-	parallel.ForChunks(kc.NumThreads(), rows, rpc, func(ci, lo, hi int) {
+	chunk := func(ci, lo, hi int) {
 		part := parts[ci*pk : (ci+1)*pk]
 		acc := accs[ci*pk : (ci+1)*pk]
 		var xr [3][]float32
@@ -1590,6 +1623,11 @@ func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32)
 				}
 			}
 			dwconv.AddF64(part, acc)
+		}
+	}
+	dwDynamic(kc.NumThreads(), nch, 1, func(c0, c1 int) {
+		for ci := c0; ci < c1; ci++ {
+			chunk(ci, ci*rpc, min((ci+1)*rpc, rows))
 		}
 	})
 	sum := parts[:pk]
