@@ -444,7 +444,25 @@ func conv2DForward[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f,
 	if !g.layout.nchw() {
 		return conv2DForwardNHWC(kc, g, x, f, out)
 	}
-	xt, err := registry.Scratch[T](kc, len(x), false)
+	return viaNHWC(kc, g.n, x, [3]int{g.c, g.h, g.w}, out, [3]int{g.o, g.oh, g.ow}, func(xt, ot []T) error {
+		return conv2DForwardNHWC(kc, g, xt, f, ot)
+	})
+}
+
+func conv2DBackpropInput[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, f, dy, dx []T) error {
+	if !g.layout.nchw() {
+		return conv2DBackpropInputNHWC(kc, g, f, dy, dx)
+	}
+	return viaNHWC(kc, g.n, dy, [3]int{g.o, g.oh, g.ow}, dx, [3]int{g.c, g.h, g.w}, func(dyt, dxt []T) error {
+		return conv2DBackpropInputNHWC(kc, g, f, dyt, dxt)
+	})
+}
+
+// viaNHWC runs an NHWC computation for an NCHW problem: in (NCHW, [n,
+// inCHW...]) is transposed into scratch, run fills an NHWC scratch output,
+// which is transposed back into out (NCHW, [n, outCHW...]).
+func viaNHWC[T tensorx.Float](kc *registry.KernelCtx, n int, in []T, inCHW [3]int, out []T, outCHW [3]int, run func(in, out []T) error) error {
+	it, err := registry.Scratch[T](kc, len(in), false)
 	if err != nil {
 		return err
 	}
@@ -452,31 +470,11 @@ func conv2DForward[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f,
 	if err != nil {
 		return err
 	}
-	convToNHWC(xt, x, g.n, g.c, g.h, g.w)
-	if err := conv2DForwardNHWC(kc, g, xt, f, ot); err != nil {
+	convToNHWC(it, in, n, inCHW[0], inCHW[1], inCHW[2])
+	if err := run(it, ot); err != nil {
 		return err
 	}
-	convToNCHW(out, ot, g.n, g.o, g.oh, g.ow)
-	return nil
-}
-
-func conv2DBackpropInput[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, f, dy, dx []T) error {
-	if !g.layout.nchw() {
-		return conv2DBackpropInputNHWC(kc, g, f, dy, dx)
-	}
-	dyt, err := registry.Scratch[T](kc, len(dy), false)
-	if err != nil {
-		return err
-	}
-	dxt, err := registry.Scratch[T](kc, len(dx), false)
-	if err != nil {
-		return err
-	}
-	convToNHWC(dyt, dy, g.n, g.o, g.oh, g.ow)
-	if err := conv2DBackpropInputNHWC(kc, g, f, dyt, dxt); err != nil {
-		return err
-	}
-	convToNCHW(dx, dxt, g.n, g.c, g.h, g.w)
+	convToNCHW(out, ot, n, outCHW[0], outCHW[1], outCHW[2])
 	return nil
 }
 
