@@ -1,0 +1,189 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Relu: VMAXPS x, zero, dst computes (0 > x) ? 0 : x, so NaN and -0 pass
+// through as in std::max(x, 0). ReluGrad: the mask (f > 0, ordered, so
+// NaN gives 0) ANDed with 1.0 is the 0/1 factor, multiplied by g.
+
+// func reluF32(out, x *float32, n int)
+TEXT ·reluF32(SB), NOSPLIT, $0-24
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $2, CX
+	VXORPS Y0, Y0, Y0
+reluF324:
+	CMPQ CX, $128
+	JLT reluF321
+	VMOVUPS 0(SI), Y1
+	VMOVUPS 32(SI), Y2
+	VMOVUPS 64(SI), Y3
+	VMOVUPS 96(SI), Y4
+	VMAXPS Y1, Y0, Y1
+	VMAXPS Y2, Y0, Y2
+	VMAXPS Y3, Y0, Y3
+	VMAXPS Y4, Y0, Y4
+	VMOVUPS Y1, 0(DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $128, CX
+	JMP reluF324
+reluF321:
+	CMPQ CX, $32
+	JLT reluF32done
+	VMOVUPS (SI), Y1
+	VMAXPS Y1, Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $32, CX
+	JMP reluF321
+reluF32done:
+	VZEROUPPER
+	RET
+
+// func reluGradF32(out, dy, f *float32, n int)
+TEXT ·reluGradF32(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ f+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHLQ $2, CX
+	VXORPS Y0, Y0, Y0
+	MOVQ $0x3f800000, AX
+	MOVQ AX, X5
+	VBROADCASTSS X5, Y5
+rgradF324:
+	CMPQ CX, $128
+	JLT rgradF321
+	VCMPPS $0x11, 0(DX), Y0, Y1
+	VCMPPS $0x11, 32(DX), Y0, Y2
+	VCMPPS $0x11, 64(DX), Y0, Y3
+	VCMPPS $0x11, 96(DX), Y0, Y4
+	VANDPS Y5, Y1, Y1
+	VANDPS Y5, Y2, Y2
+	VANDPS Y5, Y3, Y3
+	VANDPS Y5, Y4, Y4
+	VMULPS 0(SI), Y1, Y1
+	VMULPS 32(SI), Y2, Y2
+	VMULPS 64(SI), Y3, Y3
+	VMULPS 96(SI), Y4, Y4
+	VMOVUPS Y1, 0(DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $128, CX
+	JMP rgradF324
+rgradF321:
+	CMPQ CX, $32
+	JLT rgradF32done
+	VCMPPS $0x11, (DX), Y0, Y1
+	VANDPS Y5, Y1, Y1
+	VMULPS (SI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $32, CX
+	JMP rgradF321
+rgradF32done:
+	VZEROUPPER
+	RET
+
+// func reluF64(out, x *float64, n int)
+TEXT ·reluF64(SB), NOSPLIT, $0-24
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $3, CX
+	VXORPD Y0, Y0, Y0
+reluF644:
+	CMPQ CX, $128
+	JLT reluF641
+	VMOVUPD 0(SI), Y1
+	VMOVUPD 32(SI), Y2
+	VMOVUPD 64(SI), Y3
+	VMOVUPD 96(SI), Y4
+	VMAXPD Y1, Y0, Y1
+	VMAXPD Y2, Y0, Y2
+	VMAXPD Y3, Y0, Y3
+	VMAXPD Y4, Y0, Y4
+	VMOVUPD Y1, 0(DI)
+	VMOVUPD Y2, 32(DI)
+	VMOVUPD Y3, 64(DI)
+	VMOVUPD Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $128, CX
+	JMP reluF644
+reluF641:
+	CMPQ CX, $32
+	JLT reluF64done
+	VMOVUPD (SI), Y1
+	VMAXPD Y1, Y0, Y1
+	VMOVUPD Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $32, CX
+	JMP reluF641
+reluF64done:
+	VZEROUPPER
+	RET
+
+// func reluGradF64(out, dy, f *float64, n int)
+TEXT ·reluGradF64(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ f+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHLQ $3, CX
+	VXORPD Y0, Y0, Y0
+	MOVQ $0x3ff0000000000000, AX
+	MOVQ AX, X5
+	VBROADCASTSD X5, Y5
+rgradF644:
+	CMPQ CX, $128
+	JLT rgradF641
+	VCMPPD $0x11, 0(DX), Y0, Y1
+	VCMPPD $0x11, 32(DX), Y0, Y2
+	VCMPPD $0x11, 64(DX), Y0, Y3
+	VCMPPD $0x11, 96(DX), Y0, Y4
+	VANDPD Y5, Y1, Y1
+	VANDPD Y5, Y2, Y2
+	VANDPD Y5, Y3, Y3
+	VANDPD Y5, Y4, Y4
+	VMULPD 0(SI), Y1, Y1
+	VMULPD 32(SI), Y2, Y2
+	VMULPD 64(SI), Y3, Y3
+	VMULPD 96(SI), Y4, Y4
+	VMOVUPD Y1, 0(DI)
+	VMOVUPD Y2, 32(DI)
+	VMOVUPD Y3, 64(DI)
+	VMOVUPD Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $128, CX
+	JMP rgradF644
+rgradF641:
+	CMPQ CX, $32
+	JLT rgradF64done
+	VCMPPD $0x11, (DX), Y0, Y1
+	VANDPD Y5, Y1, Y1
+	VMULPD (SI), Y1, Y1
+	VMOVUPD Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $32, CX
+	JMP rgradF641
+rgradF64done:
+	VZEROUPPER
+	RET
