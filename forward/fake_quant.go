@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/internal/fqkern"
 	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
@@ -216,25 +217,11 @@ func fqNudge[T tensorx.Float](lo, hi T, qmin, qmax int) fqGrid[T] {
 	return g
 }
 
-// quantMul is the forward of one element with multiplication by the
-// inverse scale (Args, PerChannel):
-// floor(((clamp(x) − nmin)·inv − qzero) + 0.5)·scale.
-func (g *fqGrid[T]) quantMul(x T) T {
-	v := x
-	if v > g.nmax { // min(x, nmax) first, as TensorFlow
-		v = g.nmax
-	}
-	if v < g.nmin {
-		v = g.nmin
-	}
-	t := T(T(v-g.nmin) * g.inv)
-	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
-}
-
-// quantDiv is quantMul with a division by the scale (Vars). The two stay
-// separate near-copies: they are the innermost loop bodies, and sharing the
-// clamp and the rounding through helper methods measured 5–10% slower on
-// W8.
+// quantDiv is the forward of one element of Vars, which divides by the
+// scale: floor(((clamp(x) − nmin)/scale − qzero) + 0.5)·scale, the clamp
+// min(x, nmax) first, as TensorFlow. Args and PerChannel multiply by the
+// inverse scale instead, in the fqkern loops (their scalar rule, quantMul,
+// is in the tests).
 func (g *fqGrid[T]) quantDiv(x T) T {
 	v := x
 	if v > g.nmax {
@@ -332,32 +319,29 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 // whose channel (grid index) is the flat index modulo d; the per-tensor ops
 // use d = 1. Grids are precomputed once per channel.
 
-// fqGrainElems is the number of elements per parallel chunk. It is fixed,
-// so the chunks (and the per-chunk partial sums of the gradients) depend
-// only on the shapes, never on the thread count.
+// fqGrainElems is the least number of elements per parallel chunk. The
+// chunks (and the per-chunk partial sums of the gradients) depend only on
+// the shapes, never on the thread count.
 const fqGrainElems = 1 << 15
 
-// fqForwardMul quantises x[lo:hi] into y with the multiplying form.
-func fqForwardMul[T tensorx.Float](grids []fqGrid[T], x, y []T, lo, hi int) {
-	d := len(grids)
-	if d == 1 {
-		g := grids[0]
-		for i := lo; i < hi; i++ {
-			y[i] = g.quantMul(x[i])
-		}
-		return
+// The element loops of Args and PerChannel (forward, gradient, adjoint)
+// are those of package fqkern: branch-free AVX2 assembly for float32 on
+// amd64, Go loops otherwise, bit-exact with the scalar rules of the grid
+// (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale) and
+// of the gradient bounds. They take per-channel tables of fqkern.Period(d) positions, and every
+// chunk is a whole number of table periods (but the last), so that calls
+// start at the table's first position.
+
+// fqGrain returns the chunk size for a table of period l.
+func fqGrain(l int) int { return max(l, fqGrainElems/l*l) }
+
+// fqQuantTable lays out the grids (one per channel) for the forward loop.
+func fqQuantTable[T tensorx.Float](grids []fqGrid[T]) *fqkern.Quant[T] {
+	q := fqkern.NewQuant[T](len(grids))
+	for c, g := range grids {
+		q.Set(c, fqkern.Grid[T]{NMin: g.nmin, NMax: g.nmax, Inv: g.inv, QZero: g.qzero, Scale: g.scale, Zero: g.zero})
 	}
-	c := lo % d
-	for i := lo; i < hi; {
-		// Run to the end of the current row, then start rows at channel 0.
-		end := min(hi, i+d-c)
-		gs := grids[c : c+end-i]
-		xs, ys := x[i:end], y[i:end]
-		for k := range gs {
-			ys[k] = gs[k].quantMul(xs[k])
-		}
-		i, c = end, 0
-	}
+	return q
 }
 
 // fqGradBounds are the bounds of the straight-through gradient of one
@@ -381,82 +365,14 @@ func fqBounds[T tensorx.Float](grids []fqGrid[T]) []fqGradBounds[T] {
 	return b
 }
 
-// fqGradRange is the fused gradient pass over [lo, hi) (whole rows of d
-// = len(b) elements): the input gradient (gradients inside [lo, hi] of the
-// channel, inclusive) and the partial sums of the gradients strictly below
-// / above the range, per channel, in float64. In a min == max == 0 channel
-// every gradient passes through (NaN inputs included).
-func fqGradRange[T tensorx.Float](b []fqGradBounds[T], g, x, bi []T, lo, hi int, below, above []float64) {
-	d := len(b)
-	if d == 1 {
-		p := b[0]
-		var sb, sa float64
-		for i := lo; i < hi; i++ {
-			v, gv := x[i], g[i]
-			if v >= p.lo && v <= p.hi || p.zero {
-				bi[i] = gv
-				continue
-			}
-			bi[i] = 0
-			if v < p.lo {
-				sb += float64(gv)
-			} else if v > p.hi {
-				sa += float64(gv)
-			}
-		}
-		below[0] += sb
-		above[0] += sa
-		return
+// fqBoundsTable lays out the gradient bounds (one per channel) for the
+// gradient and adjoint loops.
+func fqBoundsTable[T tensorx.Float](b []fqGradBounds[T]) *fqkern.Bounds[T] {
+	t := fqkern.NewBounds[T](len(b))
+	for c, p := range b {
+		t.Set(c, p.lo, p.hi, p.zero)
 	}
-	below, above = below[:d], above[:d]
-	for r := lo; r < hi; r += d {
-		xs, gs, bs := x[r:r+d], g[r:r+d], bi[r:r+d]
-		for c := range b {
-			p := &b[c]
-			v, gv := xs[c], gs[c]
-			if v >= p.lo && v <= p.hi {
-				bs[c] = gv
-				continue
-			}
-			switch {
-			case p.zero:
-				bs[c] = gv
-			case v < p.lo:
-				bs[c] = 0
-				below[c] += float64(gv)
-			case v > p.hi:
-				bs[c] = 0
-				above[c] += float64(gv)
-			default: // NaN
-				bs[c] = 0
-			}
-		}
-	}
-}
-
-// fqAdjRange is the adjoint pass over [lo, hi) (whole rows): d_backprops
-// inside the range, d_min[c] below it, d_max[c] above it, 0 for NaN
-// inputs; everything passes in a min == max == 0 channel.
-func fqAdjRange[T tensorx.Float](b []fqGradBounds[T], dbi, dmin, dmax, x, out []T, lo, hi int) {
-	d := len(b)
-	dmin, dmax = dmin[:d], dmax[:d]
-	for r := lo; r < hi; r += d {
-		xs, ds, os := x[r:r+d], dbi[r:r+d], out[r:r+d]
-		for c := range b {
-			p := &b[c]
-			v := xs[c]
-			switch {
-			case v >= p.lo && v <= p.hi, p.zero:
-				os[c] = ds[c]
-			case v < p.lo:
-				os[c] = dmin[c]
-			case v > p.hi:
-				os[c] = dmax[c]
-			default:
-				os[c] = 0
-			}
-		}
-	}
+	return t
 }
 
 // fqGrids nudges every channel's range.
@@ -469,44 +385,42 @@ func fqGrids[T tensorx.Float](mins, maxs []T, qmin, qmax int) []fqGrid[T] {
 }
 
 // fqForward runs the multiplying forward over x with one grid per channel
-// (d = len(grids)), in parallel, and zeroes the min == max == 0 channels.
+// (d = len(grids)) in parallel: quantMul in every channel, +0 in the
+// min == max == 0 channels (NaN inputs included).
 func fqForward[T tensorx.Float](kc *registry.KernelCtx, grids []fqGrid[T], x, y []T) {
-	var zeros []int
-	for c := range grids {
-		if grids[c].zero {
-			zeros = append(zeros, c)
-		}
-	}
-	d := len(grids)
-	grain := max(d, fqGrainElems/d*d)
-	parallel.For(kc.NumThreads(), len(x), grain, func(lo, hi int) {
-		fqForwardMul(grids, x, y, lo, hi)
-		// The zero grid already maps every non-NaN input to +0; set the
-		// zero channels explicitly so that NaN inputs give 0 too.
-		for _, c := range zeros {
-			for i := lo - lo%d + c; i < hi; i += d {
-				if i >= lo {
-					y[i] = 0
-				}
-			}
-		}
+	q := fqQuantTable(grids)
+	parallel.For(kc.NumThreads(), len(x), fqGrain(q.Period()), func(lo, hi int) {
+		q.Run(y[lo:hi], x[lo:hi], lo)
 	})
 }
 
-// fqGradient runs the fused gradient pass in fixed chunks and writes the
-// per-channel sums (combined in chunk order) into bmin and bmax.
+// fqGradient is the fused gradient pass: the input gradient (gradients
+// inside [lo, hi] of the channel, inclusive; everything in a
+// min == max == 0 channel, NaN inputs included; 0 elsewhere) and the
+// per-channel sums of the gradients strictly below / above the range. The
+// sums run in float64: per table position within a chunk (element
+// order), folded into channels per chunk (position order), and the
+// chunks combined in chunk order, into bmin and bmax.
 func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], g, x, bi, bmin, bmax []T) error {
 	d := len(b)
 	n := len(x)
-	grain := max(d, fqGrainElems/d*d)
+	t := fqBoundsTable(b)
+	l := t.Period()
+	grain := fqGrain(l)
 	nc := parallel.Chunks(n, grain)
 	part, err := registry.Scratch[float64](kc, 2*d*nc, true)
 	if err != nil {
 		return err
 	}
-	parallel.ForChunks(kc.NumThreads(), n, grain, func(k, lo, hi int) {
-		p := part[2*d*k : 2*d*(k+1)]
-		fqGradRange(b, g, x, bi, lo, hi, p[:d], p[d:])
+	parallel.For(kc.NumThreads(), nc, 1, func(k0, k1 int) {
+		acc := make([]float64, 2*l) // this worker's per-position sums
+		for k := k0; k < k1; k++ {
+			lo, hi := k*grain, min((k+1)*grain, n)
+			clear(acc)
+			t.Grad(bi[lo:hi], g[lo:hi], x[lo:hi], lo, acc)
+			p := part[2*d*k : 2*d*(k+1)]
+			t.Fold(acc, p[:d], p[d:])
+		}
 	})
 	for c := 0; c < d; c++ {
 		var lo, hi float64
@@ -519,12 +433,16 @@ func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], g,
 	return nil
 }
 
-// fqAdjoint runs the adjoint pass in parallel.
+// fqAdjoint runs the adjoint pass in parallel: d_backprops inside the
+// range (everything in a min == max == 0 channel), d_min[c] below it,
+// d_max[c] above it, 0 for NaN inputs.
 func fqAdjoint[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], dbi, dmin, dmax, x, out []T) {
-	d := len(b)
-	grain := max(d, fqGrainElems/d*d)
-	parallel.For(kc.NumThreads(), len(x), grain, func(lo, hi int) {
-		fqAdjRange(b, dbi, dmin, dmax, x, out, lo, hi)
+	t := fqBoundsTable(b)
+	for c := range b {
+		t.SetAdjoint(c, dmin[c], dmax[c])
+	}
+	parallel.For(kc.NumThreads(), len(x), fqGrain(t.Period()), func(lo, hi int) {
+		t.Adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo)
 	})
 }
 

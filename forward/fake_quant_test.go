@@ -2,6 +2,7 @@ package forward
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -905,4 +906,200 @@ func TestFakeQuantExplicitZeroNumBits(t *testing.T) {
 	if _, err := registry.Run(def, nil, FakeQuantAttrs{}, []*tensor.Dense{x, lo, hi}); err != nil {
 		t.Fatalf("zero Go field (default 8): %v", err)
 	}
+}
+
+// ---------------------------------------------------------------------------
+// The fqkern loops against the scalar rules.
+
+// quantMul is the scalar forward rule of one element with multiplication
+// by the inverse scale (Args, PerChannel), the reference of the fqkern
+// loops: floor(((clamp(x) − nmin)·inv − qzero) + 0.5)·scale, the clamp
+// min(x, nmax) first, as TensorFlow.
+func (g *fqGrid[T]) quantMul(x T) T {
+	v := x
+	if v > g.nmax {
+		v = g.nmax
+	}
+	if v < g.nmin {
+		v = g.nmin
+	}
+	t := T(T(v-g.nmin) * g.inv)
+	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
+}
+
+// fqScalarForward is the scalar forward loop: quantMul per element, 0 in
+// the min == max == 0 channels (NaN inputs included).
+func fqScalarForward[T tensorx.Float](grids []fqGrid[T], x []T) []T {
+	y := make([]T, len(x))
+	for i, v := range x {
+		g := grids[i%len(grids)]
+		if g.zero {
+			continue
+		}
+		y[i] = g.quantMul(v)
+	}
+	return y
+}
+
+// fqScalarGradient is the scalar gradient loop: the input gradient and
+// the per-channel float64 sums below / above, in element order.
+func fqScalarGradient[T tensorx.Float](b []fqGradBounds[T], g, x []T) (bi []T, below, above []float64) {
+	d := len(b)
+	bi = make([]T, len(x))
+	below, above = make([]float64, d), make([]float64, d)
+	for i, v := range x {
+		p := b[i%d]
+		switch {
+		case v >= p.lo && v <= p.hi, p.zero:
+			bi[i] = g[i]
+		case v < p.lo:
+			below[i%d] += float64(g[i])
+		case v > p.hi:
+			above[i%d] += float64(g[i])
+		}
+	}
+	return bi, below, above
+}
+
+// fqScalarAdjoint is the scalar adjoint loop.
+func fqScalarAdjoint[T tensorx.Float](b []fqGradBounds[T], dbi, dmin, dmax, x []T) []T {
+	d := len(b)
+	out := make([]T, len(x))
+	for i, v := range x {
+		p := b[i%d]
+		switch {
+		case v >= p.lo && v <= p.hi, p.zero:
+			out[i] = dbi[i]
+		case v < p.lo:
+			out[i] = dmin[i%d]
+		case v > p.hi:
+			out[i] = dmax[i%d]
+		}
+	}
+	return out
+}
+
+// fqEdgeInputs returns n inputs for the grids (channel = index mod d):
+// fqRandomInputs' mix plus the nudged bounds, rounding ties of the grid
+// ((k + ½)·scale above nmin) and their float neighbours, ±0, NaN.
+func fqEdgeInputs[T tensorx.Float](r *rand.Rand, grids []fqGrid[T], mins, maxs []T, n int) []T {
+	x := make([]T, n)
+	next := func(v T, dir float64) T {
+		if _, ok := any(v).(float32); ok {
+			return T(math.Nextafter32(float32(v), float32(dir)))
+		}
+		return T(math.Nextafter(float64(v), dir))
+	}
+	for i := range x {
+		c := i % len(grids)
+		g := grids[c]
+		tie := T(g.nmin + T(T(T(r.Intn(255))+0.5)*g.scale))
+		switch r.Intn(6) {
+		case 0:
+			x[i] = []T{g.nmin, g.nmax, tie, T(math.NaN()), T(math.Copysign(0, -1)), 0}[r.Intn(6)]
+		case 1:
+			v := []T{g.nmin, g.nmax, tie}[r.Intn(3)]
+			x[i] = next(v, math.Inf(2*r.Intn(2)-1))
+		default:
+			x[i] = T(fqRandomInputs(r, 1, float32(mins[c]), float32(maxs[c]))[0])
+		}
+	}
+	return x
+}
+
+// fqSame reports equal bits, or both NaN (NaN payloads are unspecified).
+func fqSame[T tensorx.Float](a, b T) bool {
+	if a != a || b != b {
+		return a != a && b != b
+	}
+	return math.Float64bits(float64(a)) == math.Float64bits(float64(b))
+}
+
+func testFakeQuantLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype) {
+	r := rand.New(rand.NewSource(21))
+	// Channel counts around the vector width and the table period; row
+	// counts spanning several parallel chunks for some.
+	cases := []struct{ d, rows int }{
+		{1, 70001}, {3, 5}, {7, 9000}, {8, 3}, {64, 1100}, {65, 600}, {129, 300}, {1030, 40}, {5, 1},
+	}
+	for _, cs := range cases {
+		d, n := cs.d, cs.d*cs.rows
+		mins, maxs := make([]T, d), make([]T, d)
+		for c := range mins {
+			a, b := fqRandomRange(r)
+			switch c % 11 {
+			case 3:
+				a, b = 0, 0
+			case 7:
+				a = float32(math.NaN())
+			}
+			mins[c], maxs[c] = T(a), T(b)
+		}
+		if d == 1 { // one ordinary range for the long single-channel case
+			mins[0], maxs[0] = -1.5, 2
+		}
+		grids := fqGrids(mins, maxs, 0, 255)
+		x := fqEdgeInputs(r, grids, mins, maxs, n)
+		g, dbi := make([]T, n), make([]T, n)
+		for i := range g {
+			g[i], dbi[i] = T(r.NormFloat64()), T(r.NormFloat64())
+		}
+		dmin, dmax := make([]T, d), make([]T, d)
+		for c := range dmin {
+			dmin[c], dmax[c] = T(r.NormFloat64()), T(r.NormFloat64())
+		}
+		b := fqBounds(grids)
+		wantY := fqScalarForward(grids, x)
+		wantBi, wantB, wantA := fqScalarGradient(b, g, x)
+		wantAdj := fqScalarAdjoint(b, dbi, dmin, dmax, x)
+		mk := func(v []T, shape ...int) *tensor.Dense { return testutil.New(t, shape, v) }
+		var refSums []*tensor.Dense
+		for _, threads := range []int{1, 2} {
+			what := func(s string) string { return fmt.Sprintf("%v d=%d n=%d threads=%d: %s", dt, d, n, threads, s) }
+			y := testutil.MustRun(t, fqChannel, nil, threads, mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
+			fqSameAll(t, what("forward"), tensorx.MustSlice[T](y), wantY)
+			out := testutil.MustRun(t, fqChannelGrad, nil, threads, mk(g, cs.rows, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))
+			fqSameAll(t, what("input gradient"), tensorx.MustSlice[T](out[0]), wantBi)
+			for k, want := range [][]float64{wantB, wantA} {
+				got := tensorx.MustSlice[T](out[1+k])
+				for c := range want {
+					// float64 sums in another order, rounded to T once.
+					if err := math.Abs(float64(got[c]) - want[c]); !(err <= 1e-6*math.Abs(want[c])+1e-9) {
+						t.Fatalf("%s: channel %d: %v, want %v", what("min/max gradient"), c, got[c], want[c])
+					}
+				}
+			}
+			if refSums == nil {
+				refSums = out[1:]
+			} else {
+				fqSameAll(t, what("min gradient vs 1 thread"), tensorx.MustSlice[T](out[1]), tensorx.MustSlice[T](refSums[0]))
+				fqSameAll(t, what("max gradient vs 1 thread"), tensorx.MustSlice[T](out[2]), tensorx.MustSlice[T](refSums[1]))
+			}
+			adj := testutil.MustRun(t, fqChannelAdj, nil, threads, mk(dbi, cs.rows, d), mk(dmin, d), mk(dmax, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
+			fqSameAll(t, what("adjoint"), tensorx.MustSlice[T](adj), wantAdj)
+		}
+	}
+}
+
+// fqSameAll checks got against want element by element with fqSame.
+func fqSameAll[T tensorx.Float](t *testing.T, what string, got, want []T) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !fqSame(got[i], want[i]) {
+			t.Fatalf("%s: element %d: %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestFakeQuantLoopsVsScalar runs the PerChannel forward, gradient and
+// adjoint ops (the fqkern loops: assembly for float32 where the CPU has
+// it) against the scalar loops over many channel counts and special
+// inputs, bit for bit (the min/max sums to float64 accuracy, and bit for
+// bit across thread counts).
+func TestFakeQuantLoopsVsScalar(t *testing.T) {
+	testFakeQuantLoops[float32](t, tensor.Float32)
+	testFakeQuantLoops[float64](t, tensor.Float64)
 }

@@ -1,0 +1,299 @@
+// Package fqkern holds the element loops of the per-channel fake
+// quantisation ops (forward.FakeQuantWithMinMaxVarsPerChannel, its
+// gradient and adjoint ops, and the per-tensor ops as one channel):
+// branch-free AVX2 assembly for float32 on amd64 (Enabled), the portable
+// Go loops of kernel_go.go for float64, elsewhere and under the noasm
+// build tag.
+//
+// Every loop walks a flat tensor whose channel is the flat index modulo d.
+// The per-channel parameters are laid out once per call as tables of
+// Period(d) positions (a multiple of d and, when small, of 8), position j
+// holding channel j mod d: a call then streams whole periods of elements
+// against the table with vector loads, whatever d is.
+//
+// The forward is bit-exact with the scalar rule of package forward (every
+// operation rounded to the element type, no fused multiply-add, floor by
+// rounding towards −Inf, TensorFlow's clamp order min(x, nmax) then
+// max(·, nmin) with a NaN input propagating). The gradient loops compare
+// exactly; their min/max sums are accumulated per table position in
+// float64 (Bounds.Grad) and folded into channels in position order
+// (Bounds.Fold), so they depend only on where the caller cuts its calls,
+// never on the code path taken for the input gradient.
+package fqkern
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+)
+
+// Period returns the table length for d ≥ 1 channels: the least common
+// multiple of d and 8, doubled up to at least 256 positions so that a call
+// covers enough elements per table pass; d itself when that multiple
+// exceeds 1024 positions (the rows then end in a tail of d mod 8 elements
+// handled one at a time).
+func Period(d int) int {
+	if d < 1 {
+		panic(fmt.Sprintf("fqkern: %d channels", d))
+	}
+	l := d
+	for l%8 != 0 {
+		l += d
+	}
+	if l > 1024 {
+		return d
+	}
+	for l < 256 {
+		l *= 2
+	}
+	return l
+}
+
+// Grid is the nudged quantisation grid of one channel, in the element
+// type: outputs are floor(((min(x, NMax) max NMin) − NMin)·Inv − QZero +
+// 0.5)·Scale, every operation rounded. Zero marks the min == max == 0
+// channel, whose outputs are all +0 (NaN inputs included).
+type Grid[T tensorx.Float] struct {
+	NMin, NMax, Inv, QZero, Scale T
+	Zero                          bool
+}
+
+// Table rows of Quant.
+const (
+	qNMin = iota
+	qNMax
+	qInv
+	qQZero
+	qScale
+	qKeep // all ones (a NaN) to keep the result, 0 in zero channels
+	qRows
+)
+
+// Table rows of Bounds.
+const (
+	bLo   = iota
+	bHi   // the nudged range [lo, hi], inclusive
+	bPass // all ones in zero channels (every gradient passes), else 0
+	bDMin // the adjoint's d_min of the channel
+	bDMax // the adjoint's d_max of the channel
+	bRows
+)
+
+// ones returns the value whose bits are all ones (a NaN).
+func ones[T tensorx.Float]() T {
+	var z T
+	switch p := any(&z).(type) {
+	case *float32:
+		*p = math.Float32frombits(^uint32(0))
+	case *float64:
+		*p = math.Float64frombits(^uint64(0))
+	}
+	return z
+}
+
+// Quant is the forward parameter table of d channels.
+type Quant[T tensorx.Float] struct {
+	d, l int
+	tab  []T // qRows rows of l positions
+}
+
+// NewQuant returns the table of d ≥ 1 channels, every channel a zero
+// grid until Set.
+func NewQuant[T tensorx.Float](d int) *Quant[T] {
+	l := Period(d)
+	return &Quant[T]{d: d, l: l, tab: make([]T, qRows*l)}
+}
+
+// Period returns the table length (Period(d)).
+func (q *Quant[T]) Period() int { return q.l }
+
+// Set sets channel c's grid.
+func (q *Quant[T]) Set(c int, g Grid[T]) {
+	if c < 0 || c >= q.d {
+		panic(fmt.Sprintf("fqkern: channel %d of %d", c, q.d))
+	}
+	keep := ones[T]()
+	if g.Zero {
+		g = Grid[T]{}
+		keep = 0
+	}
+	for j := c; j < q.l; j += q.d {
+		q.tab[qNMin*q.l+j] = g.NMin
+		q.tab[qNMax*q.l+j] = g.NMax
+		q.tab[qInv*q.l+j] = g.Inv
+		q.tab[qQZero*q.l+j] = g.QZero
+		q.tab[qScale*q.l+j] = g.Scale
+		q.tab[qKeep*q.l+j] = keep
+	}
+}
+
+// Run quantises x into y (same length); x[0] is the element at flat
+// index at (of a tensor whose channel is the flat index mod d).
+func (q *Quant[T]) Run(y, x []T, at int) {
+	if len(y) != len(x) || at < 0 {
+		panic(fmt.Sprintf("fqkern: Run on %d outputs, %d inputs at %d", len(y), len(x), at))
+	}
+	walk(q.l, len(x), at, func(i, p, n, rows int) {
+		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows)
+	})
+}
+
+// walk cuts the elements [0, n) with x[0] at flat index at into calls of
+// whole or partial table periods: fn(i, p, m, rows) covers elements
+// [i, i+m·rows) in rows of m starting at table position p.
+func walk(l, n, at int, fn func(i, p, m, rows int)) {
+	i := 0
+	if p := at % l; p != 0 && n > 0 {
+		m := min(n, l-p)
+		fn(0, p, m, 1)
+		i = m
+	}
+	if rows := (n - i) / l; rows > 0 {
+		fn(i, 0, l, rows)
+		i += rows * l
+	}
+	if i < n {
+		fn(i, 0, n-i, 1)
+	}
+}
+
+// Bounds is the gradient parameter table of d channels: the nudged range
+// of each channel (the min == max == 0 channel passes every gradient) and,
+// for the adjoint, its d_min and d_max.
+type Bounds[T tensorx.Float] struct {
+	d, l int
+	tab  []T // bRows rows of l positions
+}
+
+// NewBounds returns the table of d ≥ 1 channels, every range [0, 0] until
+// Set.
+func NewBounds[T tensorx.Float](d int) *Bounds[T] {
+	l := Period(d)
+	return &Bounds[T]{d: d, l: l, tab: make([]T, bRows*l)}
+}
+
+// Period returns the table length (Period(d)).
+func (b *Bounds[T]) Period() int { return b.l }
+
+// Set sets channel c's range [lo, hi]; zero marks the min == max == 0
+// channel (every gradient passes, nothing is below or above).
+func (b *Bounds[T]) Set(c int, lo, hi T, zero bool) {
+	if c < 0 || c >= b.d {
+		panic(fmt.Sprintf("fqkern: channel %d of %d", c, b.d))
+	}
+	var pass T
+	if zero {
+		lo, hi, pass = T(math.Inf(-1)), T(math.Inf(1)), ones[T]()
+	}
+	for j := c; j < b.l; j += b.d {
+		b.tab[bLo*b.l+j] = lo
+		b.tab[bHi*b.l+j] = hi
+		b.tab[bPass*b.l+j] = pass
+	}
+}
+
+// SetAdjoint sets channel c's d_min and d_max for Adjoint.
+func (b *Bounds[T]) SetAdjoint(c int, dmin, dmax T) {
+	if c < 0 || c >= b.d {
+		panic(fmt.Sprintf("fqkern: channel %d of %d", c, b.d))
+	}
+	for j := c; j < b.l; j += b.d {
+		b.tab[bDMin*b.l+j] = dmin
+		b.tab[bDMax*b.l+j] = dmax
+	}
+}
+
+// Grad is the straight-through gradient of x[0:n] (x[0] at flat index
+// at): bi = g where lo ≤ x ≤ hi (and everywhere in a zero channel), else
+// 0; for x < lo it adds g to acc[j], for x > hi (and not below) to
+// acc[l+j], j the element's table position, in float64. NaN inputs are
+// neither in, below nor above. acc has 2·Period() elements.
+func (b *Bounds[T]) Grad(bi, g, x []T, at int, acc []float64) {
+	if len(bi) != len(x) || len(g) != len(x) || len(acc) != 2*b.l || at < 0 {
+		panic(fmt.Sprintf("fqkern: Grad on %d, %d, %d elements, %d sums at %d", len(bi), len(g), len(x), len(acc), at))
+	}
+	walk(b.l, len(x), at, func(i, p, n, rows int) {
+		e := i + n*rows
+		grad(bi[i:e], g[i:e], x[i:e], b.tab[p:], b.l, n, rows, acc[p:])
+	})
+}
+
+// Fold adds Grad's per-position sums to the channels: below[c] += acc[j]
+// and above[c] += acc[l+j] for j ≡ c (mod d), in increasing j.
+func (b *Bounds[T]) Fold(acc, below, above []float64) {
+	if len(acc) != 2*b.l || len(below) != b.d || len(above) != b.d {
+		panic(fmt.Sprintf("fqkern: Fold of %d sums into %d and %d channels", len(acc), len(below), len(above)))
+	}
+	for j0 := 0; j0 < b.l; j0 += b.d {
+		bs, as := acc[j0:j0+b.d], acc[b.l+j0:b.l+j0+b.d]
+		for c := range below {
+			below[c] += bs[c]
+			above[c] += as[c]
+		}
+	}
+}
+
+// Adjoint is the adjoint of Grad in g for x[0:n] (x[0] at flat index at):
+// out = dbi where lo ≤ x ≤ hi (everywhere in a zero channel), the
+// channel's d_min where x < lo, its d_max where x > hi, else 0.
+func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
+	if len(out) != len(x) || len(dbi) != len(x) || at < 0 {
+		panic(fmt.Sprintf("fqkern: Adjoint on %d, %d, %d elements at %d", len(out), len(dbi), len(x), at))
+	}
+	walk(b.l, len(x), at, func(i, p, n, rows int) {
+		e := i + n*rows
+		adj(out[i:e], dbi[i:e], x[i:e], b.tab[p:], b.l, n, rows)
+	})
+}
+
+// The kernels' contract: tab is a table sliced at the first position (its
+// rows l apart), the call covers rows·n elements in rows of n ≤ l, row r
+// at elements [r·n, (r+1)·n) with positions 0..n−1 of tab.
+
+// fwd dispatches the forward kernel.
+func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int) {
+	check(len(x), len(tab), qRows, l, n, rows)
+	if Enabled {
+		if y32, ok := any(y).([]float32); ok {
+			fwd32(&y32[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+			return
+		}
+	}
+	fwdGo(y, x, tab, l, n, rows)
+}
+
+// grad dispatches the gradient kernel.
+func grad[T tensorx.Float](bi, g, x, tab []T, l, n, rows int, acc []float64) {
+	check(len(x), len(tab), bPass+1, l, n, rows)
+	if len(acc) < l+n {
+		panic("fqkern: sums too short")
+	}
+	if Enabled {
+		if bi32, ok := any(bi).([]float32); ok {
+			grad32(&bi32[0], &any(g).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows, &acc[0])
+			return
+		}
+	}
+	gradGo(bi, g, x, tab, l, n, rows, acc)
+}
+
+// adj dispatches the adjoint kernel.
+func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int) {
+	check(len(x), len(tab), bRows, l, n, rows)
+	if Enabled {
+		if o32, ok := any(out).([]float32); ok {
+			adj32(&o32[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+			return
+		}
+	}
+	adjGo(out, dbi, x, tab, l, n, rows)
+}
+
+// check validates a kernel call reading nrows table rows (the slices'
+// other lengths equal len(x) by construction).
+func check(nx, ntab, nrows, l, n, rows int) {
+	if n < 1 || n > l || rows < 1 || nx != n*rows || ntab < (nrows-1)*l+n {
+		panic(fmt.Sprintf("fqkern: kernel call on %d elements, rows %d of %d, table %d of period %d", nx, rows, n, ntab, l))
+	}
+}
