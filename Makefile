@@ -5,7 +5,7 @@ GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractiona
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 FUZZTIME ?= 20s
 
-.PHONY: all test vet fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare fuzz demo train data help
+.PHONY: all test vet fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
 
 all: test
 
@@ -19,6 +19,7 @@ help:
 	@echo "make data        install the full Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	@echo "make train       the full training run (QAT=1 for quantisation-aware training)"
 	@echo "make bench-compare  same-run comparison with PyTorch (THREADS=1|2; make bench-deps first)"
+	@echo "make train-compare  same-run epoch times of the example and its PyTorch twin (TRAIN_THREADS=2, EPOCHS_CMP=1, ROUNDS=2)"
 
 test: vet fmt-check unit gradcheck-quick conformance
 
@@ -82,5 +83,11 @@ bench-compare:
 	$(GO) run ./cmd/bench -json -threads $(THREADS) $(if $(WORKLOADS),-workload $(WORKLOADS)) > $(BENCH_DIR)/go.jsonl
 	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch.jsonl
 	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) --channels-last $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch_cl.jsonl
-	/usr/bin/python3 cmd/bench/gemm_torch.py --threads $(THREADS) > $(BENCH_DIR)/torch_gemm.jsonl
+	OPENBLAS_NUM_THREADS=$(THREADS) OMP_NUM_THREADS=$(THREADS) /usr/bin/python3 cmd/bench/gemm_torch.py --threads $(THREADS) > $(BENCH_DIR)/torch_gemm.jsonl
 	/usr/bin/python3 cmd/bench/compare.py $(BENCH_DIR)/go.jsonl $(BENCH_DIR)/torch.jsonl $(BENCH_DIR)/torch_cl.jsonl $(BENCH_DIR)/torch_gemm.jsonl
+
+TRAIN_THREADS ?= 2
+EPOCHS_CMP ?= 1
+ROUNDS ?= 2
+train-compare:
+	sh examples/fashionmnist/compare_epochs.sh $(TRAIN_THREADS) $(EPOCHS_CMP) $(ROUNDS)
