@@ -21,20 +21,27 @@ import (
 // receptive field of one output position in filter order [kh, kw, cf], so
 // the filter [KH, KW, Cf, O] is the GEMM's right-hand matrix as stored;
 // group g uses input channels g·Cf.. and filter/output columns g·Og.. .
+// The im2col matrix is never materialised: it is a gemm.Rows whose rows
+// are gathered from the input, one segment of Cf channels per filter tap
+// (conv2DRows), which the GEMM reads in place (forward) or gathers
+// straight into its packed panels (filter gradient).
 // 1x1 stride-1 unpadded convolutions and "filter covers the whole input"
-// convolutions skip im2col and multiply the input directly.
+// convolutions multiply the input directly.
 // Conv2DBackpropInput with unit strides is a forward convolution of dy with
 // the flipped, transposed filter; with larger strides it computes
 // dy·filterᵀ into im2col rows and scatters them back (col2im).
-// Conv2DBackpropFilter computes im2col(x)ᵀ·dy. NCHW tensors are transposed
-// to NHWC scratch and back. Empty tensors follow TensorFlow's kernels: an
-// empty output is returned as is, and an output that only padding (or an
-// empty out_backprop / input) reaches is all zeros.
+// Conv2DBackpropFilter computes dfᵀ = dyᵀ·im2col(x) (both big operands
+// then packed without transposition). NCHW tensors are transposed to NHWC
+// scratch and back. Empty tensors follow TensorFlow's kernels: an empty
+// output is returned as is, and an output that only padding (or an empty
+// out_backprop / input) reaches is all zeros.
 //
-// Output positions are processed in chunks whose bounds depend only on the
-// shapes (bounding the im2col buffer), spread over up to convMaxWorkers
-// goroutines; the filter gradient sums per-chunk partials in chunk order
-// in float64. Results are bit-identical for any thread count.
+// The forward GEMMs split their rows over the threads (internal/gemm).
+// The input gradient with strides and the filter gradient process output
+// positions in chunks whose bounds depend only on the shapes, which the
+// goroutines take one at a time; the filter gradient sums per-chunk
+// partials in chunk order in float64. Results are bit-identical for any
+// thread count.
 
 // Conv2DAttrs are the attributes of Conv2D, Conv2DBackpropInput and
 // Conv2DBackpropFilter (TensorFlow's names and defaults).
@@ -499,8 +506,9 @@ func conv2DBackpropFilter[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom
 // Chunking and workers.
 
 const (
-	// convChunkElems bounds one im2col buffer (elements): 1 MiB of
-	// float32, 2 MiB of float64.
+	// convChunkElems bounds one im2col buffer of the strided input
+	// gradient, and the im2col elements of one filter-gradient chunk
+	// (elements): 1 MiB of float32, 2 MiB of float64.
 	convChunkElems = 1 << 18
 	// convMaxWorkers bounds the goroutines (and so the im2col buffers) of
 	// one kernel call.
@@ -508,8 +516,12 @@ const (
 	// convPartialElems bounds the per-chunk partial filter gradients kept
 	// at once by Conv2DBackpropFilter.
 	convPartialElems = 1 << 20
-	// convMaxPartials bounds the chunks reduced per round.
-	convMaxPartials = 8
+	// convMaxPartials bounds the chunks reduced per round (each round is
+	// one parallel loop over its chunks and one over the sum).
+	convMaxPartials = 64
+	// convSumGrain is the least number of filter-gradient elements per
+	// goroutine when the partials are added.
+	convSumGrain = 1 << 11
 	// convMaxReduceRows bounds the output positions summed by one GEMM
 	// (in the element type) for the filter gradient; the per-chunk
 	// partials are then added in float64.
@@ -559,22 +571,15 @@ func (c *convChunks) bounds(i int) (r0, r1 int) {
 	return r0, min(r0+c.rows, (b+1)*c.p)
 }
 
-// convParallel runs fn over items [0, n) on up to nw goroutines; each
-// concurrent call gets its own slot in [0, nw) (to pick a scratch buffer).
+// convParallel runs fn over items [0, n) on up to nw goroutines, which
+// take the items one at a time as they become free; slot in [0, nw)
+// identifies the goroutine (to pick a scratch buffer).
 func convParallel(nw, n int, fn func(slot, lo, hi int)) {
 	if nw <= 1 || n <= 1 {
 		fn(0, 0, n)
 		return
 	}
-	slots := make(chan int, nw)
-	for i := 0; i < nw; i++ {
-		slots <- i
-	}
-	parallel.For(nw, n, 1, func(lo, hi int) {
-		s := <-slots
-		fn(s, lo, hi)
-		slots <- s
-	})
+	parallel.Each(nw, n, func(w, i int) { fn(w, i, i+1) })
 }
 
 // convWorkers returns how many workers to use for items, and how many
@@ -599,44 +604,88 @@ func convRange(start, d, k, size int) (lo, hi int) {
 // ---------------------------------------------------------------------
 // im2col / col2im.
 
-// conv2DIm2col writes the im2col rows of output positions [r0, r1) for
-// group grp into col (row stride kcol): for each position, the receptive
-// field in filter order [kh, kw, cf], zeros where it falls in the padding.
-func conv2DIm2col[T tensorx.Float](g *conv2DGeom, x []T, grp, r0, r1 int, col []T) {
-	kcol, p := g.kcol(), g.oh*g.ow
-	img, rowLen, seg := g.h*g.w*g.c, g.w*g.c, g.kw*g.cf
-	whole := g.dw == 1 && g.cf == g.c
-	b, rem := r0/p, r0%p
-	i, j := rem/g.ow, rem%g.ow
-	for r := r0; r < r1; r++ {
-		row := col[(r-r0)*kcol : (r-r0+1)*kcol]
-		xb := x[b*img : (b+1)*img]
-		y0, x0 := i*g.sh-g.pt, j*g.sw-g.pl
-		qlo, qhi := convRange(x0, g.dw, g.kw, g.w)
-		for kh := 0; kh < g.kh; kh++ {
-			dst := row[kh*seg : (kh+1)*seg]
-			yy := y0 + kh*g.dh
-			if yy < 0 || yy >= g.h {
-				clear(dst)
-				continue
-			}
-			clear(dst[:qlo*g.cf])
-			clear(dst[qhi*g.cf:])
-			base := yy*rowLen + grp*g.cf
-			if whole {
-				if qhi > qlo {
-					copy(dst[qlo*g.c:qhi*g.c], xb[base+(x0+qlo)*g.c:])
+// conv2DRows describes the im2col matrix of group grp, from output
+// position r0 on, as GEMM rows gathered from x: row r is the receptive
+// field of position r0+r in filter order [kh, kw, cf], one segment of cf
+// channels per filter tap, zero where the tap falls in the padding.
+func conv2DRows[T tensorx.Float](g *conv2DGeom, x []T, grp, r0 int) gemm.Rows[T] {
+	m := newConvRowsMap(g, grp)
+	return gemm.Rows[T]{
+		Data: x,
+		Seg:  g.cf,
+		Offsets: func(i0, n int, dst []int, ld int) {
+			m.fill(r0+i0, n, dst, ld)
+		},
+	}
+}
+
+// convRowsMap computes the segment offsets of im2col rows (conv2DRows).
+type convRowsMap struct {
+	h, kh, kw, dh        int
+	sh, sw, pt, oh, ow   int
+	img, rowLen, base, c int   // image and input row strides; group's channel offset; depth
+	xoff                 []int // per kw tap: input offset of output column 0's pixel (may be outside)
+	jlo, jhi             []int // per kw tap: output columns whose pixel lies within the input's width
+}
+
+func newConvRowsMap(g *conv2DGeom, grp int) *convRowsMap {
+	m := &convRowsMap{
+		h: g.h, kh: g.kh, kw: g.kw, dh: g.dh,
+		sh: g.sh, sw: g.sw, pt: g.pt, oh: g.oh, ow: g.ow,
+		img: g.h * g.w * g.c, rowLen: g.w * g.c, base: grp * g.cf, c: g.c,
+		xoff: make([]int, g.kw), jlo: make([]int, g.kw), jhi: make([]int, g.kw),
+	}
+	for q := range g.kw {
+		// Column j reads input column x = j·sw + x0 with x0 = q·dw - pl;
+		// 0 <= x < w for j in [jlo, jhi).
+		x0 := q*g.dw - g.pl
+		m.xoff[q] = x0 * g.c
+		lo, hi := convRange(x0, g.sw, g.ow, g.w)
+		m.jlo[q], m.jhi[q] = lo, hi
+	}
+	return m
+}
+
+// fill writes the offsets of positions [pos, pos+n) to dst[s*ld+r], one
+// tap and one output row at a time: -1 for the columns whose pixel falls
+// in the padding, an arithmetic sequence for the others.
+func (m *convRowsMap) fill(pos, n int, dst []int, ld int) {
+	p := m.oh * m.ow
+	b, rem := pos/p, pos%p
+	i, j := rem/m.ow, rem%m.ow
+	step := m.sw * m.c
+	for r := 0; r < n; {
+		l := min(m.ow-j, n-r) // positions left in this output row
+		for a := 0; a < m.kh; a++ {
+			y := i*m.sh - m.pt + a*m.dh
+			for q := 0; q < m.kw; q++ {
+				row := dst[(a*m.kw+q)*ld+r : (a*m.kw+q)*ld+r+l]
+				if y < 0 || y >= m.h {
+					for t := range row {
+						row[t] = -1
+					}
+					continue
 				}
-				continue
-			}
-			for q := qlo; q < qhi; q++ {
-				s := base + (x0+q*g.dw)*g.c
-				copy(dst[q*g.cf:(q+1)*g.cf], xb[s:s+g.cf])
+				lo := min(max(j, m.jlo[q]), j+l) - j
+				hi := max(min(j+l, m.jhi[q])-j, lo)
+				for t := range row[:lo] {
+					row[t] = -1
+				}
+				v := b*m.img + m.base + y*m.rowLen + m.xoff[q] + (j+lo)*step
+				for t := range row[lo:hi] {
+					row[lo+t] = v
+					v += step
+				}
+				for t := range row[hi:] {
+					row[hi+t] = -1
+				}
 			}
 		}
-		if j++; j == g.ow {
+		r += l
+		j += l
+		if j == m.ow {
 			j = 0
-			if i++; i == g.oh {
+			if i++; i == m.oh {
 				i = 0
 				b++
 			}
@@ -698,32 +747,20 @@ func conv2DCol2im[T tensorx.Float](g *conv2DGeom, col []T, grp, r0, r1 int, dx [
 // NHWC compute. Callers guarantee non-empty input, filter and output.
 
 // conv2DForwardNHWC computes out = conv(x, f); every element of out is
-// written.
+// written. The im2col matrix is never materialised: the GEMM reads its
+// rows from x through conv2DRows.
 func conv2DForwardNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f, out []T) error {
 	kcol, threads := g.kcol(), kc.NumThreads()
+	m := g.n * g.oh * g.ow
 	if lda, ok := g.direct(); ok {
-		m := g.n * g.oh * g.ow
 		for grp := 0; grp < g.g; grp++ {
 			convGemm(false, false, m, g.og, kcol, 1, x[grp*g.cf:], lda, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
 		}
 		return nil
 	}
-	ch := convPlanChunks(g.n, g.oh*g.ow, kcol, 0)
-	nw, gt := convWorkers(threads, ch.count)
-	buf, err := registry.Scratch[T](kc, nw*ch.rows*kcol, false)
-	if err != nil {
-		return err
+	for grp := 0; grp < g.g; grp++ {
+		gemm.GemmRowsA(m, g.og, kcol, conv2DRows(g, x, grp, 0), false, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
 	}
-	convParallel(nw, ch.count, func(slot, lo, hi int) {
-		col := buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
-		for c := lo; c < hi; c++ {
-			r0, r1 := ch.bounds(c)
-			for grp := 0; grp < g.g; grp++ {
-				conv2DIm2col(g, x, grp, r0, r1, col)
-				convGemm(false, false, r1-r0, g.og, kcol, 1, col, kcol, f[grp*g.og:], g.o, 0, out[r0*g.o+grp*g.og:], g.o, gt)
-			}
-		}
-	})
 	return nil
 }
 
@@ -815,8 +852,10 @@ func conv2DBackpropInputStride1[T tensorx.Float](kc *registry.KernelCtx, g *conv
 }
 
 // conv2DBackpropFilterNHWC computes df = Σ im2col(x)ᵀ·dy; every element
-// of df is written. Partial sums of fixed chunks are added in chunk order
-// in float64.
+// of df is written. Each chunk of output positions gives a partial
+// dfᵀ = dyᵀ·im2col(x) (the im2col rows gathered from x straight into the
+// GEMM's packed panels); the partials are added in chunk order in
+// float64.
 func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, dy, df []T) error {
 	kcol, threads := g.kcol(), kc.NumThreads()
 	fsz := kcol * g.o
@@ -836,43 +875,41 @@ func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2D
 	if err != nil {
 		return err
 	}
-	nwMax, _ := convWorkers(threads, round)
-	var buf []T
-	if !direct {
-		if buf, err = registry.Scratch[T](kc, nwMax*ch.rows*kcol, false); err != nil {
-			return err
-		}
-	}
 	for s := 0; s < ch.count; s += round {
 		e := min(s+round, ch.count)
 		nw, gt := convWorkers(threads, e-s)
-		convParallel(nw, e-s, func(slot, lo, hi int) {
-			var col []T
-			if !direct {
-				col = buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
-			}
+		convParallel(nw, e-s, func(_, lo, hi int) {
 			for c := s + lo; c < s+hi; c++ {
+				// part holds dfᵀ: the groups' og×kcol blocks in order.
 				part := parts[(c-s)*fsz : (c-s+1)*fsz]
 				r0, r1 := ch.bounds(c)
 				for grp := 0; grp < g.g; grp++ {
-					a, ld := col, kcol
+					pg := part[grp*g.og*kcol : (grp+1)*g.og*kcol]
+					dyg := dy[r0*g.o+grp*g.og:]
 					if direct {
-						a, ld = x[r0*lda+grp*g.cf:], lda
-					} else {
-						conv2DIm2col(g, x, grp, r0, r1, col)
+						convGemm(true, false, g.og, kcol, r1-r0, 1, dyg, g.o, x[r0*lda+grp*g.cf:], lda, 0, pg, kcol, gt)
+						continue
 					}
-					convGemm(true, false, kcol, g.og, r1-r0, 1, a, ld, dy[r0*g.o+grp*g.og:], g.o, 0, part[grp*g.og:], g.o, gt)
+					gemm.GemmRowsB(true, g.og, kcol, r1-r0, dyg, g.o, conv2DRows(g, x, grp, r0), 0, pg, kcol, gt)
 				}
 			}
 		})
-		for c := s; c < e; c++ {
-			for i, v := range parts[(c-s)*fsz : (c-s+1)*fsz] {
-				acc[i] += float64(v)
+		// acc holds dfᵀ (row o: output channel o's kcol taps), like the
+		// partials; each element adds its partials in chunk order.
+		parallel.For(threads, fsz, convSumGrain, func(lo, hi int) {
+			a := acc[lo:hi]
+			for c := s; c < e; c++ {
+				part := parts[(c-s)*fsz+lo : (c-s)*fsz+hi]
+				for i, v := range part {
+					a[i] += float64(v)
+				}
 			}
-		}
+		})
 	}
-	for i, v := range acc {
-		df[i] = T(v)
+	for o := 0; o < g.o; o++ {
+		for k, v := range acc[o*kcol : (o+1)*kcol] {
+			df[k*g.o+o] = T(v)
+		}
 	}
 	return nil
 }

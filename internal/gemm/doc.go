@@ -26,6 +26,15 @@
 // tag, portable Go with the same blocking is used; the two agree up to
 // rounding (the assembly fuses multiply and add).
 //
+// # Gathered operands
+//
+// GemmRowsA and GemmRowsB take one operand as Rows: rows gathered from a
+// backing slice in segments (an im2col matrix, without building it). The
+// float32 and float64 assembly kernels read a Rows A in place through a
+// table of segment addresses, its k blocks aligned to segments; a Rows B
+// is gathered straight into the packed panels, each micro-panel right
+// before its kernels when there is a single row block.
+//
 // # Threads and determinism
 //
 // Threads split C into a grid of row and column ranges aligned to the
@@ -34,13 +43,17 @@
 // operations in the same order whatever the thread count, the loop order
 // or the blocking of rows and columns: results are bit-identical for any
 // number of threads. Each range gets at least about 2 MFLOP of work, so
-// small products run on fewer goroutines than asked for.
+// small products run on fewer goroutines than asked for; large row ranges
+// are cut into a few pieces that the goroutines take as they become free
+// (internal/parallel.Each), so that a late or preempted thread holds up
+// one piece, not a fixed share.
 //
 // # Memory
 //
 // Packing buffers are cached: Gemm takes a Workspace from an internal free
 // list and GemmWS uses one the caller owns, so steady-state calls do not
-// allocate (the parallel path allocates only its goroutines). A Workspace
-// keeps, per thread and element type, at most about 4 MiB for B and
-// 150 KiB for A.
+// allocate (the parallel path allocates only a little bookkeeping per
+// call). A Workspace keeps, per thread and element type, at most about
+// 4 MiB for B and 150 KiB for A, plus the segment offsets of a Rows
+// operand's current row block.
 package gemm

@@ -122,22 +122,36 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 	runParallel(pr, bufs, tm, tn, threads)
 }
 
-// runParallel computes C on a tm×tn grid of row and column ranges, one
-// range per goroutine. It takes pr by value so that only the parallel path
-// moves it to the heap.
+// runParallel computes C on a tm×tn grid of row and column ranges. Large
+// row ranges are cut further (rowSplit), and the goroutines take the
+// cells as they become free, so that a goroutine that starts late (or a
+// core busy with another process) delays one small cell rather than a
+// fixed share. Cells are aligned to the micro-tile, so every element of C
+// gets the same arithmetic whoever computes it. runParallel takes pr by
+// value so that only the parallel path moves it to the heap.
 func runParallel[T Float](pr problem[T], bufs []*buffers[T], tm, tn, threads int) {
 	m, n, nr := pr.m, pr.n, pr.blk.nr
 	mt, nt := ceilDiv(m, mr), ceilDiv(n, nr)
-	parallel.For(threads, tm*tn, 1, func(lo, hi int) {
-		for cell := lo; cell < hi; cell++ {
-			ci, cj := cell/tn, cell%tn
-			i0, i1 := mt*ci/tm*mr, min(mt*(ci+1)/tm*mr, m)
-			j0, j1 := nt*cj/tn*nr, min(nt*(cj+1)/tn*nr, n)
-			if i0 < i1 && j0 < j1 {
-				pr.run(bufs[lo], i0, i1, j0, j1)
-			}
+	tm *= rowSplit(m, n, pr.k, tm, tn, pr.blk)
+	parallel.Each(min(threads, len(bufs)), tm*tn, func(w, cell int) {
+		ci, cj := cell/tn, cell%tn
+		i0, i1 := mt*ci/tm*mr, min(mt*(ci+1)/tm*mr, m)
+		j0, j1 := nt*cj/tn*nr, min(nt*(cj+1)/tn*nr, n)
+		if i0 < i1 && j0 < j1 {
+			pr.run(bufs[w], i0, i1, j0, j1)
 		}
 	})
+}
+
+// rowSplit returns how many pieces (at most 4) each of the grid's row
+// ranges is cut into for runParallel: only ranges of several row blocks
+// whose pieces keep enough work, since each piece repacks its B block.
+func rowSplit(m, n, k, tm, tn int, blk blocking) int {
+	const minPieceFlops = 1 << 24 // ~0.2 ms on one core
+	rows := ceilDiv(m, tm)
+	flops := 2 * float64(rows) * float64(ceilDiv(n, tn)) * float64(k)
+	q := min(4, rows/(4*blk.mc), int(flops/minPieceFlops))
+	return max(1, q)
 }
 
 // checkArgs panics on inconsistent dimensions, strides or lengths. The
@@ -195,16 +209,26 @@ type problem[T Float] struct {
 	blk            blocking
 	kcb            int // inner-dimension block size (last block may be shorter)
 	kern           kernelFunc[T]
+
+	// Gathered operands (GemmRowsA, GemmRowsB); at most one is set.
+	ra, rb *Rows[T]
+	// piece is the block length when ra's segments are longer than a
+	// block (each segment is cut into pieces), else 0.
+	piece int
+	// kernRows is the micro-kernel reading ra in place, or nil when ra's
+	// rows are packed for kern.
+	kernRows rowsKernelFunc[T]
 }
 
 // run computes rows [i0, i1) and columns [j0, j1) of C. i0 and j0 are
 // multiples of mr and nr, so the tile grid is the same as for the whole
 // matrix.
 //
-// When op(B)'s whole column block for every k fits in wholeKBytes, all of
-// it is packed first and the loops over row blocks and k blocks are
-// swapped: each A row block is then read in one sweep and its C block is
-// updated k/kc times while it is still cached. Every element of C still
+// When there are several row blocks and op(B)'s whole column block for
+// every k fits in wholeKBytes, all of it is packed first and the loops
+// over row blocks and k blocks are swapped: each A row block is then read
+// in one sweep and its C block is updated k/kc times while it is still
+// cached. Every element of C still
 // sees the same k blocks in the same order, so both orders give the same
 // bits.
 func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
@@ -215,39 +239,98 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 	// Row blocks of near-equal size, whole micro-panels each.
 	nmb := ceilDiv(i1-i0, blk.mc)
 	mcb := ceilDiv(ceilDiv(i1-i0, nmb), mr) * mr
+	multiK := pr.kblock(0) < pr.k
 	for jc := j0; jc < j1; jc += blk.nc {
 		nc := min(blk.nc, j1-jc)
 		ncp := ceilDiv(nc, nr) * nr
-		if pr.k > pr.kcb && ncp*pr.k*size <= wholeKBytes {
+		if multiK && nmb > 1 && ncp*pr.k*size <= wholeKBytes {
 			// B block for k block pc starts at bp[pc*ncp].
 			bp := buf.bBuf(ncp*pr.k, blk)
-			for pc := 0; pc < pr.k; pc += pr.kcb {
-				kc := min(pr.kcb, pr.k-pc)
-				packB(bp[pc*ncp:(pc+kc)*ncp], pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, nr)
+			for pc := 0; pc < pr.k; {
+				kc := pr.kblock(pc)
+				pr.packB(buf, bp[pc*ncp:(pc+kc)*ncp], pc, kc, jc, nc)
+				pc += kc
 			}
 			for ic := i0; ic < i1; ic += mcb {
 				mc := min(mcb, i1-ic)
-				for pc := 0; pc < pr.k; pc += pr.kcb {
-					kc := min(pr.kcb, pr.k-pc)
-					ap := buf.aBuf(ceilDiv(mc, mr)*mr*kc, blk)
-					packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
-					pr.macro(buf, ap, bp[pc*ncp:(pc+kc)*ncp], ic, mc, jc, nc, kc, pr.betaAt(pc))
+				pr.prepA(buf, ic, mc)
+				for pc := 0; pc < pr.k; {
+					kc := pr.kblock(pc)
+					ap := pr.packA(buf, ic, mc, pc, kc)
+					pr.macro(buf, ap, bp[pc*ncp:(pc+kc)*ncp], ic, mc, jc, nc, pc, kc, pr.betaAt(pc))
+					pc += kc
 				}
 			}
 			continue
 		}
-		for pc := 0; pc < pr.k; pc += pr.kcb {
-			kc := min(pr.kcb, pr.k-pc)
+		for pc := 0; pc < pr.k; {
+			kc := pr.kblock(pc)
+			if pr.rb != nil && nmb == 1 {
+				// One row block: gather each B micro-panel of a Rows B
+				// right before its kernels, into one buffer kept in L1.
+				pr.lazyB(buf, i0, i1-i0, jc, nc, pc, kc)
+				pc += kc
+				continue
+			}
 			bp := buf.bBuf(ncp*kc, blk)
-			packB(bp, pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, nr)
+			pr.packB(buf, bp, pc, kc, jc, nc)
 			for ic := i0; ic < i1; ic += mcb {
 				mc := min(mcb, i1-ic)
-				ap := buf.aBuf(ceilDiv(mc, mr)*mr*kc, blk)
-				packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
-				pr.macro(buf, ap, bp, ic, mc, jc, nc, kc, pr.betaAt(pc))
+				pr.prepA(buf, ic, mc)
+				ap := pr.packA(buf, ic, mc, pc, kc)
+				pr.macro(buf, ap, bp, ic, mc, jc, nc, pc, kc, pr.betaAt(pc))
 			}
+			pc += kc
 		}
 	}
+}
+
+// lazyB multiplies the row block [ic, ic+mc) of op(A) by a Rows B's k
+// block [pc, pc+kc), gathering each nr-column micro-panel of B just
+// before it is used.
+func (pr *problem[T]) lazyB(buf *buffers[T], ic, mc, jc, nc, pc, kc int) {
+	nr := pr.blk.nr
+	bp := buf.bBuf(nr*kc, pr.blk)
+	offs, ld := rowsOffsets(buf, pr.rb, pc, kc, pr.n/pr.rb.Seg)
+	ap := pr.packA(buf, ic, mc, pc, kc)
+	for jr := 0; jr < nc; jr += nr {
+		ncr := min(nr, nc-jr)
+		packBRows(bp, pr.rb, offs, ld, kc, jc+jr, ncr, nr)
+		pr.macro(buf, ap, bp, ic, mc, jc+jr, ncr, pc, kc, pr.betaAt(pc))
+	}
+}
+
+// packB packs rows [pc, pc+kc) and columns [jc, jc+nc) of op(B) into bp.
+func (pr *problem[T]) packB(buf *buffers[T], bp []T, pc, kc, jc, nc int) {
+	if pr.rb == nil {
+		packB(bp, pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, pr.blk.nr)
+		return
+	}
+	offs, ld := rowsOffsets(buf, pr.rb, pc, kc, pr.n/pr.rb.Seg)
+	packBRows(bp, pr.rb, offs, ld, kc, jc, nc, pr.blk.nr)
+}
+
+// prepA reads the segment offsets of rows [ic, ic+mc) of a Rows A into
+// buf (a no-op for a stored A).
+func (pr *problem[T]) prepA(buf *buffers[T], ic, mc int) {
+	if pr.ra != nil {
+		buf.roffs, buf.rld = rowsOffsets(buf, pr.ra, ic, mc, pr.k/pr.ra.Seg)
+	}
+}
+
+// packA packs rows [ic, ic+mc) and columns [pc, pc+kc) of op(A), or
+// returns nil when the kernel reads a Rows A in place.
+func (pr *problem[T]) packA(buf *buffers[T], ic, mc, pc, kc int) []T {
+	ap := buf.aBuf(ceilDiv(mc, mr)*mr*kc, pr.blk)
+	switch {
+	case pr.ra == nil:
+		packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
+	case pr.kernRows == nil:
+		packARows(ap, pr.ra, buf.roffs, buf.rld, mc, pc, kc)
+	default:
+		return nil
+	}
+	return ap
 }
 
 // betaAt is the beta for the k block starting at pc: the caller's for the
@@ -259,21 +342,33 @@ func (pr *problem[T]) betaAt(pc int) T {
 	return 1
 }
 
-// macro multiplies a packed mc×kc block of A by a packed kc×nc block of B
-// into C[ic:ic+mc, jc:jc+nc], one micro-tile at a time; B's micro-panel
-// stays in L1 while A's block streams from L2.
-func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, kc int, beta T) {
+// macro multiplies a packed mc×kc block of A (columns from pc) by a
+// packed kc×nc block of B into C[ic:ic+mc, jc:jc+nc], one micro-tile at a
+// time; B's micro-panel stays in L1 while A's block streams from L2. With
+// kernRows, A is read in place through the offsets in buf instead.
+func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc int, beta T) {
 	nr := pr.blk.nr
 	c, ldc, alpha, kern := pr.c, pr.ldc, pr.alpha, pr.kern
+	var rk rowsCall
+	if pr.kernRows != nil {
+		rk = pr.rowsBlock(pc, kc)
+	}
 	for jr := 0; jr < nc; jr += nr {
 		nrr := min(nr, nc-jr)
 		bpan := bp[jr*kc : (jr+nr)*kc]
 		for ir := 0; ir < mc; ir += mr {
 			mrr := min(mr, mc-ir)
-			apan := ap[ir*kc : (ir+mr)*kc]
 			off := (ic+ir)*ldc + jc + jr
+			var apan []T
+			if ap != nil {
+				apan = ap[ir*kc : (ir+mr)*kc]
+			}
 			if mrr == mr && nrr == nr {
-				kern(kc, apan, bpan, c[off:], ldc, alpha, beta)
+				if ap == nil {
+					pr.kernRows(rk, buf.roffs[rk.s0*buf.rld+ir:], buf.rld, pr.ra.Seg, pr.ra.Data, bpan, c[off:], ldc, alpha, beta)
+				} else {
+					kern(kc, apan, bpan, c[off:], ldc, alpha, beta)
+				}
 				continue
 			}
 			// Edge tile: run the same kernel on a full tile in buf.tmp, so
@@ -284,12 +379,29 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, kc int,
 					copy(tmp[i*nr:i*nr+nrr], c[off+i*ldc:off+i*ldc+nrr])
 				}
 			}
-			kern(kc, apan, bpan, tmp, nr, alpha, beta)
+			if ap == nil {
+				pr.kernRows(rk, buf.roffs[rk.s0*buf.rld+ir:], buf.rld, pr.ra.Seg, pr.ra.Data, bpan, tmp, nr, alpha, beta)
+			} else {
+				kern(kc, apan, bpan, tmp, nr, alpha, beta)
+			}
 			for i := range mrr {
 				copy(c[off+i*ldc:off+i*ldc+nrr], tmp[i*nr:i*nr+nrr])
 			}
 		}
 	}
+}
+
+// rowsCall describes one k block of a Rows A for kernRows: nseg segments
+// from segment s0 on, each seglen long and read from start on.
+type rowsCall struct{ s0, nseg, seglen, start int }
+
+// rowsBlock maps the k block [pc, pc+kc) onto ra's segments.
+func (pr *problem[T]) rowsBlock(pc, kc int) rowsCall {
+	seg := pr.ra.Seg
+	if pr.piece > 0 {
+		return rowsCall{s0: pc / seg, nseg: 1, seglen: kc, start: pc % seg}
+	}
+	return rowsCall{s0: pc / seg, nseg: kc / seg, seglen: seg}
 }
 
 // grid picks how many row ranges (tm) and column ranges (tn) C is split
@@ -337,9 +449,14 @@ func NewWorkspace() *Workspace { return new(Workspace) }
 
 // buffers is one thread's packing scratch.
 type buffers[T Float] struct {
-	a, b []T        // 64-byte aligned packed panels
-	tmp  [mr * 16]T // edge tile
-	_    [64]byte   // keep tmp of different threads on different cache lines
+	a, b []T // 64-byte aligned packed panels
+	// offs holds the segment offsets of a Rows operand's current rows;
+	// roffs and rld are a Rows A's (prepA).
+	offs  []int
+	roffs []int
+	rld   int
+	tmp   [mr * 16]T // edge tile
+	_     [64]byte   // keep tmp of different threads on different cache lines
 }
 
 // slots returns cells per-thread buffers of ws for T, creating missing ones.

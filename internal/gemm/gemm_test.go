@@ -308,7 +308,11 @@ func TestGemmScalars(t *testing.T) {
 // bits, on shapes that are really split, and so does the other loop order
 // (B packed one k block at a time).
 func TestGemmThreadsBitIdentical(t *testing.T) {
-	shapes := [][3]int{{100, 100, 250}, {200, 40, 300}, {13, 400, 500}, {127, 129, 513}}
+	shapes := [][3]int{{100, 100, 250}, {200, 40, 300}, {13, 400, 500}, {127, 129, 513}, {6000, 40, 220}}
+	// The last shape's row ranges are cut into pieces taken dynamically.
+	if tm, tn := grid(6000, 40, 220, 2, blocking32); rowSplit(6000, 40, 220, tm, tn, blocking32) < 2 {
+		t.Fatal("shape 6000×40×220 is not split into pieces")
+	}
 	for _, p := range paths(t) {
 		withAsm(p.asm, func() {
 			rng := rand.New(rand.NewPCG(7, 8))

@@ -77,27 +77,50 @@ func packRows6Asm[T Float](d, a []T, base, lda, kc int) int {
 	}
 }
 
-// packAT6F32 packs six contiguous columns of kc rows of a float32 matrix
-// (row stride lda) into dst: dst[p*6+i] = src[p*lda+i] (pack_amd64.s).
+// packAT6NF32 packs np panels of six contiguous columns, kc rows, of a
+// float32 matrix (row stride lda): dst[q*kc*6+p*6+i] = src[p*lda+q*6+i],
+// reading each row once; a non-nil mask adds a last panel of the columns
+// whose lanes are set, zeros elsewhere (pack_amd64.s).
 //
 //go:noescape
-func packAT6F32(dst, src *float32, lda, kc int)
+func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32)
 
-// packAT6F64 is packAT6F32 for float64.
+// packAT6NF64 is packAT6NF32 for float64, without the partial panel.
 //
 //go:noescape
-func packAT6F64(dst, src *float64, lda, kc int)
+func packAT6NF64(dst, src *float64, lda, kc, np int)
 
-// packCols6Asm packs d[p*6+i] = a[base+p*lda+i] for p < kc, i < 6 with the
-// assembly routines. The caller has checked that a and d are long enough.
-func packCols6Asm[T Float](d, a []T, base, lda, kc int) {
-	_, _ = d[6*kc-1], a[base+(kc-1)*lda+5]
+// packColsAsm packs the panels of rows [0, m) of op(A) = Aᵀ (A stored
+// k×m): d[q*6*kc+p*6+i] = a[base+p*lda+q*6+i] for p < kc, i < 6, zeros
+// for rows past m, with the assembly routines. It returns how many rows
+// it packed (whole panels; for float32 all of them). The caller has
+// checked that a and d are long enough.
+func packColsAsm[T Float](d, a []T, base, lda, kc, m int) int {
+	np := m / mr
 	var z T
 	switch any(z).(type) {
 	case float32:
-		packAT6F32((*float32)(unsafe.Pointer(&d[0])), (*float32)(unsafe.Pointer(&a[base])), lda, kc)
+		var mask *[8]int32
+		var mk [8]int32
+		if rem := m - np*mr; rem > 0 {
+			for i := range rem {
+				mk[i] = -1
+			}
+			mask = &mk
+		}
+		if np == 0 && mask == nil || kc == 0 {
+			return m
+		}
+		_, _ = d[ceilDiv(m, mr)*mr*kc-1], a[base+(kc-1)*lda+m-1]
+		packAT6NF32((*float32)(unsafe.Pointer(&d[0])), (*float32)(unsafe.Pointer(&a[base])), lda, kc, np, mask)
+		return m
 	default:
-		packAT6F64((*float64)(unsafe.Pointer(&d[0])), (*float64)(unsafe.Pointer(&a[base])), lda, kc)
+		if np == 0 || kc == 0 {
+			return 0
+		}
+		_, _ = d[np*mr*kc-1], a[base+(kc-1)*lda+np*mr-1]
+		packAT6NF64((*float64)(unsafe.Pointer(&d[0])), (*float64)(unsafe.Pointer(&a[base])), lda, kc, np)
+		return np * mr
 	}
 }
 

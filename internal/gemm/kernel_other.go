@@ -12,12 +12,23 @@ var (
 // packRows6Asm packs nothing without assembly; the Go loop does it all.
 func packRows6Asm[T Float](d, a []T, base, lda, kc int) int { return 0 }
 
-// packCols6Asm is never called without assembly (useAsm is false).
-func packCols6Asm[T Float](d, a []T, base, lda, kc int) {
-	panic("gemm: packCols6Asm without assembly")
+// packColsAsm is never called without assembly (useAsm is false).
+func packColsAsm[T Float](d, a []T, base, lda, kc, m int) int {
+	panic("gemm: packColsAsm without assembly")
 }
 
 // packBPanelAsm is never called without assembly (useAsm is false).
 func packBPanelAsm[T Float](d, b []T, base, ldb, kc int) {
 	panic("gemm: packBPanelAsm without assembly")
+}
+
+// rowsKernelFunc is the in-place Rows kernel type; without assembly A is
+// always packed (rowsKernel returns nil).
+type rowsKernelFunc[T Float] func(rk rowsCall, offs []int, ld, seg int, data, b, c []T, ldc int, alpha, beta T)
+
+func rowsKernel[T Float]() rowsKernelFunc[T] { return nil }
+
+// gatherRows64 is never called without assembly (useAsm is false).
+func gatherRows64[T Float](d, data []T, offs []int, delta, seg, kc int) {
+	panic("gemm: gatherRows64 without assembly")
 }

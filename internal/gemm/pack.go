@@ -4,7 +4,12 @@ package gemm
 // as micro-panels of mr rows: panel q holds rows i0+q*mr.. with element
 // (i, p) at dst[q*mr*kc + p*mr + i]. Rows past mc are zero.
 func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
-	for ir := 0; ir < mc; ir += mr {
+	start := 0
+	if trans && useAsm {
+		// A stored k×m: the panels in one pass over the rows.
+		start = packColsAsm(dst, a, p0*lda+i0, lda, kc, mc)
+	}
+	for ir := start; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
 		d := dst[ir*kc : (ir+mr)*kc]
 		switch {
@@ -35,10 +40,6 @@ func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
 			}
 		case rows == mr:
 			// A stored k×m: each step p is six contiguous elements.
-			if useAsm {
-				packCols6Asm(d, a, p0*lda+i0+ir, lda, kc)
-				continue
-			}
 			for p := range kc {
 				base := (p0+p)*lda + i0 + ir
 				s := a[base : base+mr : base+mr]
@@ -46,11 +47,17 @@ func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
 				q[0], q[1], q[2], q[3], q[4], q[5] = s[0], s[1], s[2], s[3], s[4], s[5]
 			}
 		default:
+			// Element loops: copy and clear would be calls per step.
 			for p := range kc {
 				base := (p0+p)*lda + i0 + ir
-				q := d[p*mr : p*mr+mr]
-				copy(q, a[base:base+rows])
-				clear(q[rows:])
+				s := a[base : base+rows]
+				q := d[p*mr : p*mr+mr : p*mr+mr]
+				for i, v := range s {
+					q[i] = v
+				}
+				for i := rows; i < mr; i++ {
+					q[i] = 0
+				}
 			}
 		}
 	}

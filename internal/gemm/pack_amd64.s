@@ -150,63 +150,6 @@ pa64_done:
 	VZEROUPPER
 	RET
 
-// func packAT6F32(dst, src *float32, lda, kc int)
-//
-// Packs six columns of a row-major float32 matrix (row stride lda), rows
-// 0..kc-1, into dst: dst[p*6+i] = src[p*lda+i]. Used for op(A) = Aᵀ, where
-// the six elements of a step are contiguous in memory.
-TEXT ·packAT6F32(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ lda+16(FP), R8
-	MOVQ kc+24(FP), CX
-	SHLQ $2, R8
-	MOVQ R8, R9
-	SHLQ $4, R9 // 16 rows ahead
-	TESTQ CX, CX
-	JZ   pat32_done
-
-pat32_loop:
-	PREFETCHT0 (SI)(R9*1)
-	MOVUPS (SI), X0
-	MOVQ   16(SI), X1
-	MOVUPS X0, (DI)
-	MOVQ   X1, 16(DI)
-	ADDQ   R8, SI
-	ADDQ   $24, DI
-	DECQ   CX
-	JNZ    pat32_loop
-
-pat32_done:
-	RET
-
-// func packAT6F64(dst, src *float64, lda, kc int)
-//
-// The float64 version of packAT6F32.
-TEXT ·packAT6F64(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ lda+16(FP), R8
-	MOVQ kc+24(FP), CX
-	SHLQ $3, R8
-	TESTQ CX, CX
-	JZ   pat64_done
-
-pat64_loop:
-	VMOVUPD (SI), Y0
-	MOVUPD  32(SI), X1
-	VMOVUPD Y0, (DI)
-	MOVUPD  X1, 32(DI)
-	ADDQ    R8, SI
-	ADDQ    $48, DI
-	DECQ    CX
-	JNZ     pat64_loop
-
-pat64_done:
-	VZEROUPPER
-	RET
-
-
 // func copyRows64(dst, src *byte, stride, n int)
 //
 // Copies n rows of 64 bytes, src rows stride bytes apart, to consecutive
@@ -232,5 +175,111 @@ cr_loop:
 	JNZ     cr_loop
 
 cr_done:
+	VZEROUPPER
+	RET
+
+// func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32)
+//
+// Packs np panels of six contiguous columns of a row-major float32 matrix
+// (row stride lda), rows 0..kc-1, in one pass over the rows:
+// dst[q*kc*6 + p*6 + i] = src[p*lda + q*6 + i]. Each row is read once
+// for all panels, instead of once per panel. A non-nil mask adds one more
+// panel of the columns whose mask lanes are set (the first ones), the
+// others zero; masked-out lanes are not read.
+TEXT ·packAT6NF32(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), R8
+	MOVQ kc+24(FP), CX
+	MOVQ np+32(FP), R9
+	MOVQ mask+40(FP), AX
+	SHLQ $2, R8
+	MOVQ R8, BX
+	SHLQ $5, BX // prefetch 32 rows ahead
+	LEAQ (CX)(CX*2), R10
+	SHLQ $3, R10 // panel stride: kc*24 bytes
+	TESTQ AX, AX
+	JZ   patn32_nomask
+	VMOVDQU (AX), Y15
+
+patn32_nomask:
+	TESTQ CX, CX
+	JZ   patn32_done
+
+patn32_row:
+	PREFETCHT0 (SI)(BX*1)
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ R9, R13
+	TESTQ R13, R13
+	JZ   patn32_partial
+
+patn32_panel:
+	MOVUPS (R11), X0
+	MOVQ   16(R11), X1
+	MOVUPS X0, (R12)
+	MOVQ   X1, 16(R12)
+	ADDQ   $24, R11
+	ADDQ   R10, R12
+	DECQ   R13
+	JNZ    patn32_panel
+
+patn32_partial:
+	TESTQ AX, AX
+	JZ   patn32_next
+	VMASKMOVPS (R11), Y15, Y0
+	VMOVUPS X0, (R12)
+	VEXTRACTF128 $1, Y0, X1
+	MOVQ X1, 16(R12)
+
+patn32_next:
+	ADDQ R8, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ  patn32_row
+
+patn32_done:
+	VZEROUPPER
+	RET
+
+// func packAT6NF64(dst, src *float64, lda, kc, np int)
+//
+// The float64 version of packAT6NF32.
+TEXT ·packAT6NF64(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), R8
+	MOVQ kc+24(FP), CX
+	MOVQ np+32(FP), R9
+	SHLQ $3, R8
+	LEAQ (CX)(CX*2), R10
+	SHLQ $4, R10 // panel stride: kc*48 bytes
+	TESTQ CX, CX
+	JZ   patn64_done
+	TESTQ R9, R9
+	JZ   patn64_done
+
+patn64_row:
+	PREFETCHT0 (SI)(R8*8)
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ R9, R13
+
+patn64_panel:
+	VMOVUPD (R11), Y0
+	MOVUPD  32(R11), X1
+	VMOVUPD Y0, (R12)
+	MOVUPD  X1, 32(R12)
+	ADDQ    $48, R11
+	ADDQ    R10, R12
+	DECQ    R13
+	JNZ     patn64_panel
+
+	ADDQ R8, SI
+	ADDQ $48, DI
+	DECQ CX
+	JNZ  patn64_row
+
+patn64_done:
 	VZEROUPPER
 	RET

@@ -1,8 +1,11 @@
 package parallel
 
 import (
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestForCoversEveryIndexOnce(t *testing.T) {
@@ -58,4 +61,217 @@ func TestWorkerPanicReachesCaller(t *testing.T) {
 		}
 	})
 	t.Fatal("panic in a worker was lost")
+}
+
+func TestCallerRangePanicReachesCaller(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "first" {
+			t.Fatalf("recovered %v, want first", r)
+		}
+	}()
+	For(3, 90, 1, func(lo, hi int) {
+		if lo == 0 {
+			panic("first")
+		}
+	})
+	t.Fatal("panic in the caller's range was lost")
+}
+
+// TestWorkersSurvivePanics checks that later calls still run on workers
+// and cover everything after jobs panicked.
+func TestWorkersSurvivePanics(t *testing.T) {
+	for range 20 {
+		func() {
+			defer func() { _ = recover() }()
+			For(4, 40, 1, func(lo, hi int) { panic(lo) })
+		}()
+	}
+	var sum atomic.Int64
+	For(4, 1000, 7, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			sum.Add(int64(i))
+		}
+	})
+	if got := sum.Load(); got != 999*1000/2 {
+		t.Fatalf("sum %d after panics", got)
+	}
+}
+
+// waitIdle waits until every worker of the pool is back in the idle list
+// (workers handed a job their caller ran itself come back late).
+func waitIdle(t *testing.T) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		pool.mu.Lock()
+		quiet := len(pool.idle) == pool.count
+		pool.mu.Unlock()
+		if quiet {
+			return
+		}
+	}
+	t.Fatal("workers did not come back to the idle list")
+}
+
+// TestRangesRunConcurrently checks that the ranges really run on
+// different goroutines at the same time: each range waits for all the
+// others to start.
+func TestRangesRunConcurrently(t *testing.T) {
+	const threads = 3
+	for attempt := 0; attempt < 3; attempt++ {
+		waitIdle(t)
+		var arrived atomic.Int32
+		var all atomic.Bool
+		deadline := time.Now().Add(2 * time.Second)
+		For(threads, threads, 1, func(lo, hi int) {
+			arrived.Add(1)
+			for arrived.Load() < threads && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
+			if arrived.Load() == threads {
+				all.Store(true)
+			}
+		})
+		if all.Load() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the ranges never ran concurrently")
+}
+
+// TestNestedCallsDoNotDeadlock runs nested For calls from many goroutines
+// at once, with the default pool and with a pool too small for them (the
+// callers then run the jobs themselves), and checks full coverage.
+func TestNestedCallsDoNotDeadlock(t *testing.T) {
+	for _, limit := range []int{maxWorkers, 2, 0} {
+		old := maxWorkers
+		maxWorkers = limit
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				For(3, 6, 1, func(lo, hi int) {
+					for range hi - lo {
+						For(4, 5, 1, func(lo, hi int) {
+							for range hi - lo {
+								For(2, 10, 3, func(lo, hi int) { total.Add(int64(hi - lo)) })
+							}
+						})
+					}
+				})
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("maxWorkers %d: nested calls deadlocked", limit)
+		}
+		maxWorkers = old
+		if want := int64(8 * 6 * 5 * 10); total.Load() != want {
+			t.Fatalf("maxWorkers %d: covered %d, want %d", limit, total.Load(), want)
+		}
+	}
+}
+
+// TestForBoundsIndependentOfThreads checks For's ranges: whole chunks of
+// grain, the same chunk boundaries whatever the thread count.
+func TestForBoundsIndependentOfThreads(t *testing.T) {
+	const n, grain = 1001, 10
+	for _, threads := range []int{1, 2, 3, 7, 200} {
+		var mu sync.Mutex
+		var ranges [][2]int
+		For(threads, n, grain, func(lo, hi int) {
+			mu.Lock()
+			ranges = append(ranges, [2]int{lo, hi})
+			mu.Unlock()
+		})
+		if len(ranges) > threads {
+			t.Fatalf("threads %d: %d ranges", threads, len(ranges))
+		}
+		for _, r := range ranges {
+			if r[0]%grain != 0 || (r[1]%grain != 0 && r[1] != n) {
+				t.Fatalf("threads %d: range %v is not whole chunks", threads, r)
+			}
+		}
+	}
+}
+
+// BenchmarkForLatency measures For calls on two threads with little
+// work: the cost of handing a range to a worker and joining it.
+func BenchmarkForLatency(b *testing.B) {
+	var sink [2][16]int64
+	for b.Loop() {
+		For(2, 2, 1, func(lo, hi int) {
+			x := sink[lo][0]
+			for i := 0; i < 5000; i++ {
+				x = x*3 + int64(i)
+			}
+			sink[lo][0] = x
+		})
+	}
+}
+
+// TestEach checks that Each visits every item once, with goroutine ids
+// in range and never used by two calls at once.
+func TestEach(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		for _, n := range []int{0, 1, 2, 7, 100} {
+			hits := make([]int32, n)
+			busy := make([]atomic.Int32, threads)
+			Each(threads, n, func(w, i int) {
+				if w < 0 || w >= threads {
+					panic("worker id out of range")
+				}
+				if busy[w].Add(1) != 1 {
+					panic("worker id used concurrently")
+				}
+				atomic.AddInt32(&hits[i], 1)
+				busy[w].Add(-1)
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d n %d: item %d visited %d times", threads, n, i, h)
+				}
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r != "item" {
+			t.Fatalf("recovered %v, want item", r)
+		}
+	}()
+	Each(3, 50, func(w, i int) {
+		if i == 37 {
+			panic("item")
+		}
+	})
+	t.Fatal("panic in Each was lost")
+}
+
+// TestGoexitInWorker checks that a range ending its goroutine with
+// runtime.Goexit does not hang the call, and that the pool recovers.
+func TestGoexitInWorker(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		For(2, 2, 1, func(lo, hi int) {
+			if lo == 1 {
+				runtime.Goexit()
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("For hung after runtime.Goexit in a range")
+	}
+	waitIdle(t)
+	var n atomic.Int32
+	For(3, 30, 1, func(lo, hi int) { n.Add(int32(hi - lo)) })
+	if n.Load() != 30 {
+		t.Fatalf("covered %d of 30 after Goexit", n.Load())
+	}
 }

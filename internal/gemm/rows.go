@@ -1,0 +1,230 @@
+package gemm
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Rows is a matrix whose rows are gathered from a backing slice, the way
+// an im2col matrix is gathered from an image, without being materialised.
+// Its columns are cut into segments of Seg consecutive columns; segment s
+// of row i is Data[off : off+Seg], where off is the offset Offsets gives
+// for (i, s), or all zeros when that offset is negative. A convolution's
+// im2col row of one output position has one segment per filter tap: the
+// input channels of the pixel under that tap, or zeros in the padding.
+type Rows[T Float] struct {
+	// Data holds the elements every segment is read from.
+	Data []T
+	// Seg is the segment length (at least 1); the number of columns is a
+	// multiple of it.
+	Seg int
+	// Offsets writes the segment offsets of rows [i0, i0+n) for every
+	// segment s into dst[s*ld+r], r < n (ld >= n): an offset into Data
+	// with off+Seg <= len(Data), or a negative value for a zero segment.
+	// It is called from the goroutines of the threads the call was given,
+	// concurrently for different row ranges.
+	Offsets func(i0, n int, dst []int, ld int)
+}
+
+// GemmRowsA computes C = A·op(B) + beta*C for an m×k matrix A given as
+// Rows (k a multiple of a.Seg), op(B) k×n (B stored k×n, or n×k when
+// transB) and C m×n, with Gemm's conventions for strides, beta and
+// threads. The inner dimension is blocked along segment boundaries, and
+// the result is bit-identical for any thread count. On amd64 with
+// AVX2/FMA, float32 rows are read in place by the micro-kernel (no packed
+// copy of A).
+func GemmRowsA[T Float](m, n, k int, a Rows[T], transB bool, b []T, ldb int, beta T, c []T, ldc int, threads int) {
+	checkRows("A", m, k, a)
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMatrix("B", br, bc, len(b), ldb)
+	checkMatrix("C", m, n, len(c), ldc)
+	pr := problem[T]{transB: transB, m: m, n: n, k: k, alpha: 1, beta: beta, b: b, ldb: ldb, c: c, ldc: ldc, ra: &a}
+	gemmRows(&pr, threads)
+}
+
+// GemmRowsB computes C = op(A)·B + beta*C for a k×n matrix B given as
+// Rows (n a multiple of b.Seg), op(A) m×k (A stored m×k, or k×m when
+// transA) and C m×n, with Gemm's conventions. B's rows are gathered
+// straight into the packed panels.
+func GemmRowsB[T Float](transA bool, m, n, k int, a []T, lda int, b Rows[T], beta T, c []T, ldc int, threads int) {
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	checkMatrix("A", ar, ac, len(a), lda)
+	checkRows("B", k, n, b)
+	checkMatrix("C", m, n, len(c), ldc)
+	pr := problem[T]{transA: transA, m: m, n: n, k: k, alpha: 1, beta: beta, a: a, lda: lda, c: c, ldc: ldc, rb: &b}
+	gemmRows(&pr, threads)
+}
+
+func checkRows[T Float](name string, rows, cols int, r Rows[T]) {
+	if rows < 0 || cols < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension of %s: %d×%d", name, rows, cols))
+	}
+	if r.Seg < 1 || cols%r.Seg != 0 {
+		panic(fmt.Sprintf("gemm: %s has %d columns, not a multiple of its segment length %d", name, cols, r.Seg))
+	}
+	if r.Offsets == nil {
+		panic(fmt.Sprintf("gemm: %s has no Offsets function", name))
+	}
+}
+
+// inPlaceRows lets the assembly kernel read a Rows A in place; tests turn
+// it off to compare with packing it.
+var inPlaceRows = true
+
+// gemmRows runs a problem with a Rows operand.
+func gemmRows[T Float](pr *problem[T], threads int) {
+	m, n, k := pr.m, pr.n, pr.k
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		scaleC(m, n, pr.beta, pr.c, pr.ldc)
+		return
+	}
+	ws := getWorkspace()
+	defer putWorkspace(ws)
+	pr.blk, pr.kern = setup[T]()
+	nkb := (k + pr.blk.kc - 1) / pr.blk.kc
+	pr.kcb = (k + nkb - 1) / nkb
+	if pr.ra != nil {
+		pr.planRowsK()
+		if useAsm && inPlaceRows {
+			pr.kernRows = rowsKernel[T]()
+		}
+	}
+	tm, tn := grid(m, n, k, threads, pr.blk)
+	cells := tm * tn
+	bufs := slots[T](ws, cells)
+	if cells == 1 {
+		pr.run(bufs[0], 0, m, 0, n)
+		return
+	}
+	runParallel(*pr, bufs, tm, tn, threads)
+}
+
+// planRowsK blocks the inner dimension of a Rows A along its segments:
+// blocks of whole segments when a segment fits in a block (kcb a multiple
+// of Seg, at most blk.kc), else each segment cut into near-equal pieces
+// of at most blk.kc. The blocks depend only on k and Seg.
+func (pr *problem[T]) planRowsK() {
+	seg, kc := pr.ra.Seg, pr.blk.kc
+	nseg := pr.k / seg
+	if seg <= kc {
+		per := kc / seg // segments per block at most
+		nkb := ceilDiv(nseg, per)
+		pr.kcb = seg * ceilDiv(nseg, nkb)
+		pr.piece = 0
+		return
+	}
+	pr.piece = ceilDiv(seg, ceilDiv(seg, kc))
+}
+
+// kblock returns the length of the inner-dimension block starting at pc.
+func (pr *problem[T]) kblock(pc int) int {
+	if pr.piece > 0 {
+		seg := pr.ra.Seg
+		return min(pr.piece, seg-pc%seg)
+	}
+	return min(pr.kcb, pr.k-pc)
+}
+
+// errOffset is the panic for a segment offset past the data.
+const errOffset = "gemm: a Rows segment offset is past the end of Data"
+
+// rowsOffsets fills buf.offs with the segment offsets of rows [i0, i0+n)
+// of r, ld = n rounded up to mr (rows past n, up to ld, are zero rows),
+// and returns them and ld. The offsets are checked where they are used.
+func rowsOffsets[T Float](buf *buffers[T], r *Rows[T], i0, n, nseg int) ([]int, int) {
+	ld := ceilDiv(n, mr) * mr
+	if cap(buf.offs) < nseg*ld {
+		buf.offs = make([]int, nseg*ld)
+	}
+	offs := buf.offs[:nseg*ld]
+	r.Offsets(i0, n, offs, ld)
+	if n < ld {
+		for s := range nseg {
+			row := offs[s*ld : (s+1)*ld]
+			for i := n; i < ld; i++ {
+				row[i] = -1
+			}
+		}
+	}
+	return offs, ld
+}
+
+// packARows packs rows [0, mc) of a Rows A (offsets offs, row stride ld
+// between segments, rows relative to the block) and columns [p0, p0+kc)
+// into dst as mr-row micro-panels, like packA.
+func packARows[T Float](dst []T, r *Rows[T], offs []int, ld, mc, p0, kc int) {
+	seg := r.Seg
+	limit := len(r.Data) - seg
+	for ir := 0; ir < mc; ir += mr {
+		d := dst[ir*kc : (ir+mr)*kc]
+		for p := p0; p < p0+kc; {
+			s, e := p/seg, p%seg
+			run := min(seg-e, p0+kc-p)
+			o := offs[s*ld+ir : s*ld+ir+mr]
+			for i := range mr {
+				q := d[(p-p0)*mr+i:]
+				if o[i] > limit {
+					panic(errOffset)
+				}
+				if o[i] < 0 {
+					for t := range run {
+						q[t*mr] = 0
+					}
+					continue
+				}
+				for t, v := range r.Data[o[i]+e : o[i]+e+run] {
+					q[t*mr] = v
+				}
+			}
+			p += run
+		}
+	}
+}
+
+// packBRows packs rows [p0, p0+kc) (offsets offs relative to p0, stride
+// ld between segments) and columns [j0, j0+nc) of a Rows B into dst as
+// nr-column micro-panels, like packB.
+func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int) {
+	seg := r.Seg
+	limit := len(r.Data) - seg
+	var z T
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		d := dst[jr*kc : (jr+nr)*kc]
+		j := j0 + jr
+		s := j / seg
+		if cols == nr && (j+nr-1)/seg == s && nr*int(unsafe.Sizeof(z)) == 64 && useAsm {
+			gatherRows64(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc)
+			continue
+		}
+		if cols < nr {
+			clear(d)
+		}
+		for jj := 0; jj < cols; {
+			s, e := (j+jj)/seg, (j+jj)%seg
+			run := min(seg-e, cols-jj)
+			o := offs[s*ld : s*ld+kc]
+			for p, off := range o {
+				q := d[p*nr+jj : p*nr+jj+run]
+				if off > limit {
+					panic(errOffset)
+				}
+				if off < 0 {
+					clear(q)
+					continue
+				}
+				copy(q, r.Data[off+e:off+e+run])
+			}
+			jj += run
+		}
+	}
+}
