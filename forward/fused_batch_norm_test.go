@@ -9,6 +9,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/internal/bnkern"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
@@ -157,12 +158,15 @@ var bnGrid = []bnGridCase{
 	{"NHWC", []int{3, 5, 7, 2}},
 	{"NHWC", []int{2, 2, 2, 33}},
 	{"NHWC", []int{4, 32, 32, 16}}, // several reduction chunks
+	{"NHWC", []int{2, 3, 5, 24}},   // float32: assembly, 30 rows (not a multiple of 4)
+	{"NHWC", []int{3, 1, 3, 11}},   // float32: assembly with 3 tail channels
 	{"NCHW", []int{2, 3, 4, 5}},
 	{"NCHW", []int{1, 1, 1, 1}},
 	{"NCHW", []int{3, 5, 7, 2}},
 	{"NCHW", []int{2, 7, 1, 1}}, // inner == 1: the channels-last path
 	{"NCHW", []int{4, 32, 32, 16}},
 	{"NDHWC", []int{2, 3, 2, 2, 4}},
+	{"NDHWC", []int{1, 3, 2, 3, 19}},
 	{"NCDHW", []int{1, 2, 3, 1, 5}},
 	{"NCDHW", []int{2, 3, 2, 2, 4}},
 }
@@ -373,6 +377,136 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 					t.Fatalf("%s: result %d differs between 1 and %d threads", format, i, threads)
 				}
 			}
+		}
+	}
+}
+
+// bnRunAll runs the training forward, the training gradient (from the
+// forward's reserve spaces) and the inference forward and gradient (with
+// mean m and variance v) on float32 data, and returns every output as
+// float64.
+func bnRunAll(t *testing.T, threads int, format string, shape []int, x, dy, scale, offset, m, v *tensor.Dense) [][]float64 {
+	t.Helper()
+	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
+	fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, offset, empty, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := testutil.Run(t, bnOpV3, bnAttrs(format, false, 1e-3, 1), threads, x, scale, offset, m, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, m, v, fw[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]float64
+	for _, d := range append(append(append(fw, fi...), gr...), gi...) {
+		got = append(got, testutil.Float64s(t, d))
+	}
+	return got
+}
+
+// withBnkern runs fn with the assembly kernels of package bnkern on or
+// off (the portable Go loops).
+func withBnkern(asm bool, fn func()) {
+	old := bnkern.Enabled
+	bnkern.Enabled = asm && old
+	defer func() { bnkern.Enabled = old }()
+	fn()
+}
+
+// TestFusedBatchNormAsmMatchesGo: the float32 channels-last paths give
+// bit-identical results with the assembly row kernels and with the
+// portable Go loops, including channel tails and row counts that are not
+// a multiple of four.
+func TestFusedBatchNormAsmMatchesGo(t *testing.T) {
+	if !bnkern.Enabled {
+		t.Log("no assembly kernels on this CPU/build: comparing the Go loops with themselves")
+	}
+	r := rand.New(rand.NewSource(5))
+	for _, shape := range [][]int{{2, 3, 5, 8}, {1, 7, 9, 24}, {2, 5, 3, 33}, {4, 9, 11, 64}, {3, 1, 2, 3, 13}} {
+		format := "NHWC"
+		if len(shape) == 5 {
+			format = "NDHWC"
+		}
+		n, _ := tensorx.Numel(shape)
+		C := shape[len(shape)-1]
+		x := testutil.Dense(t, tensor.Float32, shape, testutil.RandVals(r, n, 3, 1))
+		dy := testutil.Dense(t, tensor.Float32, shape, testutil.RandVals(r, n, 1, 0))
+		scale := testutil.Dense(t, tensor.Float32, []int{C}, testutil.RandVals(r, C, 1, 1))
+		offset := testutil.Dense(t, tensor.Float32, []int{C}, testutil.RandVals(r, C, 1, 0))
+		m := testutil.Dense(t, tensor.Float32, []int{C}, testutil.RandVals(r, C, 1, 1))
+		v := testutil.Dense(t, tensor.Float32, []int{C}, testutil.Abs(testutil.RandVals(r, C, 1, 1)))
+		var ref [][]float64
+		for _, asm := range []bool{false, true} {
+			var got [][]float64
+			withBnkern(asm, func() { got = bnRunAll(t, 2, format, shape, x, dy, scale, offset, m, v) })
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for i := range got {
+				if j := testutil.BitDiff(ref[i], got[i], true); j >= 0 {
+					t.Fatalf("%v: output %d element %d = %v with assembly, %v with Go loops", shape, i, j, got[i][j], ref[i][j])
+				}
+			}
+		}
+	}
+}
+
+// TestFusedBatchNormStreaming runs a float32 NHWC tensor large enough for
+// the non-temporal stores (with bnStreamBytes lowered to keep the test
+// fast) against the references, and checks that the results match the
+// Go loops' and do not depend on the thread count.
+func TestFusedBatchNormStreaming(t *testing.T) {
+	shape := []int{4, 16, 32, 128}
+	n, _ := tensorx.Numel(shape)
+	old := bnStreamBytes
+	bnStreamBytes = n * 4
+	defer func() { bnStreamBytes = old }()
+	r := rand.New(rand.NewSource(6))
+	const C = 128
+	xv := testutil.Round(tensor.Float32, testutil.RandVals(r, n, 2, -1))
+	dyv := testutil.Round(tensor.Float32, testutil.RandVals(r, n, 1, 0.5))
+	sv := testutil.Round(tensor.Float32, testutil.RandVals(r, C, 1, 1))
+	ov := testutil.Round(tensor.Float32, testutil.RandVals(r, C, 1, 0))
+	mv := testutil.Round(tensor.Float32, testutil.RandVals(r, C, 1, 0))
+	vv := testutil.Round(tensor.Float32, testutil.Abs(testutil.RandVals(r, C, 1, 1)))
+	x, dy := testutil.Dense(t, tensor.Float32, shape, xv), testutil.Dense(t, tensor.Float32, shape, dyv)
+	scale, offset := testutil.Dense(t, tensor.Float32, []int{C}, sv), testutil.Dense(t, tensor.Float32, []int{C}, ov)
+	m, v := testutil.Dense(t, tensor.Float32, []int{C}, mv), testutil.Dense(t, tensor.Float32, []int{C}, vv)
+
+	got := bnRunAll(t, 1, "NHWC", shape, x, dy, scale, offset, m, v)
+	train := bnRefForward(xv, shape, "NHWC", sv, ov, nil, nil, 1e-3, 1, true)
+	infer := bnRefForward(xv, shape, "NHWC", sv, ov, mv, vv, 1e-3, 1, false)
+	gdx, gds, gdo := bnRefGrad(dyv, xv, shape, "NHWC", sv, got[3], got[4], 1e-3, true)
+	idx, ids, ido := bnRefGrad(dyv, xv, shape, "NHWC", sv, mv, vv, 1e-3, false)
+	const atol, rtol = 2e-6, 1e-5
+	bnClose(t, "training y", got[0], train.y, atol, rtol)
+	bnClose(t, "training mean", got[3], train.rs1, atol, rtol)
+	bnClose(t, "training variance", got[4], train.rs2, atol, rtol)
+	bnClose(t, "inference y", got[6], infer.y, atol, rtol)
+	bnClose(t, "training x_backprop", got[12], gdx, atol, rtol)
+	bnClose(t, "training scale_backprop", got[13], gds, atol, rtol)
+	bnClose(t, "training offset_backprop", got[14], gdo, atol, rtol)
+	bnClose(t, "inference x_backprop", got[17], idx, atol, rtol)
+	bnClose(t, "inference scale_backprop", got[18], ids, atol, rtol)
+	bnClose(t, "inference offset_backprop", got[19], ido, atol, rtol)
+
+	var two, goLoops [][]float64
+	two = bnRunAll(t, 2, "NHWC", shape, x, dy, scale, offset, m, v)
+	withBnkern(false, func() { goLoops = bnRunAll(t, 2, "NHWC", shape, x, dy, scale, offset, m, v) })
+	for i := range got {
+		if j := testutil.BitDiff(got[i], two[i], true); j >= 0 {
+			t.Fatalf("output %d element %d differs between 1 and 2 threads", i, j)
+		}
+		if j := testutil.BitDiff(got[i], goLoops[i], true); j >= 0 {
+			t.Fatalf("output %d element %d = %v, %v with the Go loops", i, j, got[i][j], goLoops[i][j])
 		}
 	}
 }
