@@ -217,23 +217,6 @@ func fqNudge[T tensorx.Float](lo, hi T, qmin, qmax int) fqGrid[T] {
 	return g
 }
 
-// quantDiv is the forward of one element of Vars, which divides by the
-// scale: floor(((clamp(x) − nmin)/scale − qzero) + 0.5)·scale, the clamp
-// min(x, nmax) first, as TensorFlow. Args and PerChannel multiply by the
-// inverse scale instead, in the fqkern loops (their scalar rule, quantMul,
-// is in the tests).
-func (g *fqGrid[T]) quantDiv(x T) T {
-	v := x
-	if v > g.nmax {
-		v = g.nmax
-	}
-	if v < g.nmin {
-		v = g.nmin
-	}
-	t := T(T(v-g.nmin) / g.scale)
-	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
-}
-
 // ---------------------------------------------------------------------------
 // Validation.
 
@@ -324,20 +307,28 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 // the shapes, never on the thread count.
 const fqGrainElems = 1 << 15
 
-// The element loops of Args and PerChannel (forward, gradient, adjoint)
-// are those of package fqkern: branch-free AVX2 assembly for float32 on
-// amd64, Go loops otherwise, bit-exact with the scalar rules of the grid
-// (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale) and
-// of the gradient bounds. They take per-channel tables of fqkern.Period(d) positions, and every
-// chunk is a whole number of table periods (but the last), so that calls
-// start at the table's first position.
+// Every element loop (forward, gradient, adjoint of every op) is one of
+// package fqkern: branch-free AVX2 assembly for float32 on amd64,
+// branch-free Go loops otherwise, bit-exact with the scalar rules of the
+// grid (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale,
+// or with /scale for Vars) and of the gradient bounds; the scalar rules
+// (quantMul, quantDiv and the scalar gradient and adjoint loops) are the
+// references of the tests. The loops take per-channel tables of
+// fqkern.Period(d) positions, and every chunk is a whole number of table
+// periods (but the last), so that calls start at the table's first
+// position.
 
 // fqGrain returns the chunk size for a table of period l.
 func fqGrain(l int) int { return max(l, fqGrainElems/l*l) }
 
-// fqQuantTable lays out the grids (one per channel) for the forward loop.
-func fqQuantTable[T tensorx.Float](grids []fqGrid[T]) *fqkern.Quant[T] {
+// fqQuantTable lays out the grids (one per channel) for the forward loop,
+// dividing by the scale if div (Vars), else multiplying by the inverse
+// scale.
+func fqQuantTable[T tensorx.Float](grids []fqGrid[T], div bool) *fqkern.Quant[T] {
 	q := fqkern.NewQuant[T](len(grids))
+	if div {
+		q = fqkern.NewQuantDiv[T](len(grids))
+	}
 	for c, g := range grids {
 		q.Set(c, fqkern.Grid[T]{NMin: g.nmin, NMax: g.nmax, Inv: g.inv, QZero: g.qzero, Scale: g.scale, Zero: g.zero})
 	}
@@ -384,11 +375,12 @@ func fqGrids[T tensorx.Float](mins, maxs []T, qmin, qmax int) []fqGrid[T] {
 	return grids
 }
 
-// fqForward runs the multiplying forward over x with one grid per channel
-// (d = len(grids)) in parallel: quantMul in every channel, +0 in the
-// min == max == 0 channels (NaN inputs included).
-func fqForward[T tensorx.Float](kc *registry.KernelCtx, grids []fqGrid[T], x, y []T) {
-	q := fqQuantTable(grids)
+// fqForward runs the forward over x with one grid per channel
+// (d = len(grids)) in parallel: quantDiv (div, Vars) or quantMul (Args,
+// PerChannel) in every channel, +0 in the min == max == 0 channels (NaN
+// inputs included).
+func fqForward[T tensorx.Float](kc *registry.KernelCtx, grids []fqGrid[T], div bool, x, y []T) {
+	q := fqQuantTable(grids, div)
 	parallel.For(kc.NumThreads(), len(x), fqGrain(q.Period()), func(lo, hi int) {
 		q.Run(y[lo:hi], x[lo:hi], lo)
 	})
@@ -477,7 +469,7 @@ func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err != nil {
 		return nil, err
 	}
-	fqForward(kc, []fqGrid[T]{g}, data[T](in[0]), data[T](out))
+	fqForward(kc, []fqGrid[T]{g}, false, data[T](in[0]), data[T](out))
 	return []*tensor.Dense{out}, nil
 }
 
@@ -496,19 +488,12 @@ func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*
 	if err != nil {
 		return nil, err
 	}
-	b := fqBounds([]fqGrid[T]{g})
-	gs, xs, bi := data[T](in[0]), data[T](in[1]), data[T](out)
-	// No min/max sums: the input gradient alone, one pass.
-	parallel.For(kc.NumThreads(), len(xs), fqGrainElems, func(lo, hi int) {
-		p := b[0]
-		for i := lo; i < hi; i++ {
-			if v := xs[i]; v >= p.lo && v <= p.hi {
-				bi[i] = gs[i]
-			} else {
-				bi[i] = 0
-			}
-		}
-	})
+	// No min/max sums: the input gradient alone, one pass, which is the
+	// adjoint loop with d_min = d_max = +0 (gradients inside the nudged
+	// range, +0 outside and for NaN inputs; Args' range is never the
+	// min == max == 0 one).
+	zero := []T{0}
+	fqAdjoint(kc, fqBounds([]fqGrid[T]{g}), data[T](in[0]), zero, zero, data[T](in[1]), data[T](out))
 	return []*tensor.Dense{out}, nil
 }
 
@@ -551,8 +536,7 @@ func fqVarsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err != nil {
 		return nil, err
 	}
-	g := grids[0]
-	if g.zero {
+	if grids[0].zero {
 		out, err := kc.Zeros(in[0].Dtype(), in[0].Shape()...)
 		return []*tensor.Dense{out}, err
 	}
@@ -560,12 +544,7 @@ func fqVarsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err != nil {
 		return nil, err
 	}
-	x, y := data[T](in[0]), data[T](out)
-	parallel.For(kc.NumThreads(), len(x), fqGrainElems, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			y[i] = g.quantDiv(x[i])
-		}
-	})
+	fqForward(kc, grids, true, data[T](in[0]), data[T](out))
 	return []*tensor.Dense{out}, nil
 }
 
@@ -585,7 +564,7 @@ func fqChannelKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 	if len(grids) == 0 || tensorx.Len(in[0]) == 0 {
 		return []*tensor.Dense{out}, nil
 	}
-	fqForward(kc, grids, data[T](in[0]), data[T](out))
+	fqForward(kc, grids, false, data[T](in[0]), data[T](out))
 	return []*tensor.Dense{out}, nil
 }
 

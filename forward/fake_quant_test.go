@@ -851,31 +851,50 @@ func fqW8(b *testing.B) []*tensor.Dense {
 	return []*tensor.Dense{testutil.New(b, []int{n, h, w, c}, g), testutil.New(b, []int{n, h, w, c}, x), testutil.New(b, []int{c}, mins), testutil.New(b, []int{c}, maxs)}
 }
 
-func benchW8(b *testing.B, backward bool) {
-	in := fqW8(b)
-	// Outputs go back to the pool, so every iteration reuses the same
-	// buffers, like the tape's arena in steady state.
+// fqBenchRun runs the ops of steps (op name, attrs, inputs) once per
+// iteration on one thread. Outputs go back to the pool, so every
+// iteration reuses the same buffers, like the tape's arena in steady
+// state.
+func fqBenchRun(b *testing.B, steps ...fqBenchStep) {
 	alloc := &testutil.PoolAlloc{}
 	kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
-	fwd, _ := registry.Lookup(fqChannel)
-	bwd, _ := registry.Lookup(fqChannelGrad)
-	attrs := FakeQuantAttrs{NumBits: 8}
-	run := func(def *registry.OpDef, in []*tensor.Dense) {
-		out, err := registry.Run(def, kc, attrs, in)
+	defs := make([]*registry.OpDef, len(steps))
+	for i, s := range steps {
+		def, err := registry.Lookup(s.op)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, d := range out {
-			alloc.Release(d)
-		}
+		defs[i] = def
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		run(fwd, in[1:])
-		if backward {
-			run(bwd, in)
+		for k, s := range steps {
+			out, err := registry.Run(defs[k], kc, s.attrs, s.in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range out {
+				alloc.Release(d)
+			}
 		}
 	}
+}
+
+// fqBenchStep is one op call of a benchmark.
+type fqBenchStep struct {
+	op    string
+	attrs any
+	in    []*tensor.Dense
+}
+
+func benchW8(b *testing.B, backward bool) {
+	in := fqW8(b)
+	attrs := FakeQuantAttrs{NumBits: 8}
+	steps := []fqBenchStep{{fqChannel, attrs, in[1:]}}
+	if backward {
+		steps = append(steps, fqBenchStep{fqChannelGrad, attrs, in})
+	}
+	fqBenchRun(b, steps...)
 }
 
 // BenchmarkFakeQuantW8Forward is W8's fwd mode on one thread.
@@ -884,6 +903,43 @@ func BenchmarkFakeQuantW8Forward(b *testing.B) { benchW8(b, false) }
 // BenchmarkFakeQuantW8ForwardBackward is the forward plus the fused
 // gradient op (input, min and max gradients) on one thread.
 func BenchmarkFakeQuantW8ForwardBackward(b *testing.B) { benchW8(b, true) }
+
+// fqVarsBench returns W8's inputs and gradients with a per-tensor range
+// [-2.5, 2.75] (scalars), in dtype dt.
+func fqVarsBench(b *testing.B, dt tensor.Dtype) (g, x, mn, mx *tensor.Dense) {
+	in := fqW8(b)
+	conv := func(t *tensor.Dense) *tensor.Dense {
+		return testutil.Dense(b, dt, tensorx.Shape(t), testutil.Convert[float64](t.Float32s()))
+	}
+	return conv(in[0]), conv(in[1]), testutil.Dense(b, dt, nil, []float64{-2.5}), testutil.Dense(b, dt, nil, []float64{2.75})
+}
+
+// BenchmarkFakeQuantVarsForward is the per-tensor forward (the division
+// form) on W8's tensor, one thread: what nn.FakeQuantActivation runs.
+func BenchmarkFakeQuantVarsForward(b *testing.B) {
+	_, x, mn, mx := fqVarsBench(b, tensor.Float32)
+	fqBenchRun(b, fqBenchStep{fqVars, nil, []*tensor.Dense{x, mn, mx}})
+}
+
+// BenchmarkFakeQuantVarsForwardBackward adds the per-tensor gradient op.
+func BenchmarkFakeQuantVarsForwardBackward(b *testing.B) {
+	g, x, mn, mx := fqVarsBench(b, tensor.Float32)
+	fqBenchRun(b, fqBenchStep{fqVars, nil, []*tensor.Dense{x, mn, mx}}, fqBenchStep{fqVarsGrad, nil, []*tensor.Dense{g, x, mn, mx}})
+}
+
+// BenchmarkFakeQuantVarsForwardBackward64 is the same in float64 (the Go
+// loops).
+func BenchmarkFakeQuantVarsForwardBackward64(b *testing.B) {
+	g, x, mn, mx := fqVarsBench(b, tensor.Float64)
+	fqBenchRun(b, fqBenchStep{fqVars, nil, []*tensor.Dense{x, mn, mx}}, fqBenchStep{fqVarsGrad, nil, []*tensor.Dense{g, x, mn, mx}})
+}
+
+// BenchmarkFakeQuantArgsGradient is the Args gradient op on W8's tensor.
+func BenchmarkFakeQuantArgsGradient(b *testing.B) {
+	g, x, _, _ := fqVarsBench(b, tensor.Float32)
+	lo, hi := float32(-2.5), float32(2.75)
+	fqBenchRun(b, fqBenchStep{fqArgsGrad, FakeQuantArgsAttrs{Min: &lo, Max: &hi}, []*tensor.Dense{g, x}})
+}
 
 // TestFakeQuantExplicitZeroNumBits: num_bits 0 given explicitly (as in a
 // golden case) is refused as TensorFlow refuses it, while a zero field in a
@@ -927,16 +983,35 @@ func (g *fqGrid[T]) quantMul(x T) T {
 	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
 }
 
-// fqScalarForward is the scalar forward loop: quantMul per element, 0 in
-// the min == max == 0 channels (NaN inputs included).
-func fqScalarForward[T tensorx.Float](grids []fqGrid[T], x []T) []T {
+// quantDiv is the scalar forward rule of one element of Vars, which
+// divides by the scale (TensorFlow's Vars functor does), the reference of
+// the dividing fqkern loops: floor(((clamp(x) − nmin)/scale − qzero) +
+// 0.5)·scale, the clamp min(x, nmax) first.
+func (g *fqGrid[T]) quantDiv(x T) T {
+	v := x
+	if v > g.nmax {
+		v = g.nmax
+	}
+	if v < g.nmin {
+		v = g.nmin
+	}
+	t := T(T(v-g.nmin) / g.scale)
+	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
+}
+
+// fqScalarForward is the scalar forward loop: quantMul (quantDiv if div)
+// per element, 0 in the min == max == 0 channels (NaN inputs included).
+func fqScalarForward[T tensorx.Float](grids []fqGrid[T], x []T, div bool) []T {
 	y := make([]T, len(x))
 	for i, v := range x {
 		g := grids[i%len(grids)]
-		if g.zero {
-			continue
+		switch {
+		case g.zero:
+		case div:
+			y[i] = g.quantDiv(v)
+		default:
+			y[i] = g.quantMul(v)
 		}
-		y[i] = g.quantMul(v)
 	}
 	return y
 }
@@ -1049,7 +1124,7 @@ func testFakeQuantLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype) {
 			dmin[c], dmax[c] = T(r.NormFloat64()), T(r.NormFloat64())
 		}
 		b := fqBounds(grids)
-		wantY := fqScalarForward(grids, x)
+		wantY := fqScalarForward(grids, x, false)
 		wantBi, wantB, wantA := fqScalarGradient(b, g, x)
 		wantAdj := fqScalarAdjoint(b, dbi, dmin, dmax, x)
 		mk := func(v []T, shape ...int) *tensor.Dense { return testutil.New(t, shape, v) }
@@ -1102,4 +1177,98 @@ func fqSameAll[T tensorx.Float](t *testing.T, what string, got, want []T) {
 func TestFakeQuantLoopsVsScalar(t *testing.T) {
 	testFakeQuantLoops[float32](t, tensor.Float32)
 	testFakeQuantLoops[float64](t, tensor.Float64)
+}
+
+// fqScalarRanges are per-tensor ranges for TestFakeQuantPerTensorLoops:
+// ordinary ones (0 on the grid or nudged), a one-sided one, the
+// degenerate ones TensorFlow does not check (min == max != 0, min > max),
+// the zero range (also as −0, +0), a NaN and an infinite end.
+var fqScalarRanges = [][2]float32{
+	{-1.5, 2}, {-0.1, 63.65}, {0, 6}, {-6, 6}, {-3.25, -0.5}, {0.7, 0.7}, {2, -1}, {0, 0},
+	{float32(math.Copysign(0, -1)), 0}, {float32(math.NaN()), 1}, {float32(math.Inf(-1)), 1},
+}
+
+// testFakeQuantPerTensorLoops runs the per-tensor ops (Vars forward,
+// gradient and adjoint; Args forward and gradient) against the scalar
+// loops, bit for bit, over lengths around the vector width and the table
+// period, and one spanning three parallel chunks (on 1, 2 and 3 threads),
+// with edge inputs (the min/max sums to float64 accuracy, and bit for bit
+// across thread counts).
+func testFakeQuantPerTensorLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype) {
+	r := rand.New(rand.NewSource(23))
+	lengths := []int{1, 7, 8, 9, 15, 16, 17, 255, 256, 257, 1000, 2*fqGrainElems + 77}
+	for ri, rg := range fqScalarRanges {
+		for _, bits := range []int{8, 3, 16} {
+			narrow := ri%2 == 1
+			qmin, qmax := fqQuantRange(bits, narrow)
+			mins, maxs := []T{T(rg[0])}, []T{T(rg[1])}
+			grids := []fqGrid[T]{fqNudge(mins[0], maxs[0], qmin, qmax)}
+			b := fqBounds(grids)
+			attrs := FakeQuantAttrs{NumBits: bits, NarrowRange: narrow}
+			lo, hi := rg[0], rg[1]
+			args := FakeQuantArgsAttrs{Min: &lo, Max: &hi, NumBits: bits, NarrowRange: narrow}
+			for _, n := range lengths {
+				threads := []int{1}
+				if n > fqGrainElems { // several chunks: once per range
+					if bits != 8 {
+						continue
+					}
+					threads = []int{1, 2, 3}
+				}
+				x := fqEdgeInputs(r, grids, mins, maxs, n)
+				g, dbi := make([]T, n), make([]T, n)
+				for i := range g {
+					g[i], dbi[i] = T(r.NormFloat64()), T(r.NormFloat64())
+					if r.Intn(40) == 0 {
+						g[i] = []T{T(math.NaN()), T(math.Inf(-1)), T(math.Copysign(0, -1))}[r.Intn(3)]
+					}
+				}
+				dmin, dmax := []T{T(r.NormFloat64())}, []T{T(r.NormFloat64())}
+				wantY := fqScalarForward(grids, x, true)
+				wantBi, wantB, wantA := fqScalarGradient(b, g, x)
+				wantAdj := fqScalarAdjoint(b, dbi, dmin, dmax, x)
+				mk := func(v []T, shape ...int) *tensor.Dense { return testutil.New(t, shape, v) }
+				var refSums []*tensor.Dense
+				for _, threads := range threads {
+					what := func(s string) string {
+						return fmt.Sprintf("%v range %v bits %d narrow %v n=%d threads=%d: %s", dt, rg, bits, narrow, n, threads, s)
+					}
+					y := testutil.MustRun(t, fqVars, attrs, threads, mk(x, n), mk(mins), mk(maxs))[0]
+					fqSameAll(t, what("Vars forward"), tensorx.MustSlice[T](y), wantY)
+					out := testutil.MustRun(t, fqVarsGrad, attrs, threads, mk(g, n), mk(x, n), mk(mins), mk(maxs))
+					fqSameAll(t, what("Vars input gradient"), tensorx.MustSlice[T](out[0]), wantBi)
+					for k, want := range []float64{wantB[0], wantA[0]} {
+						got := float64(tensorx.MustSlice[T](out[1+k])[0])
+						if !(math.Abs(got-want) <= 1e-6*math.Abs(want)+1e-9) && !fqSame(got, want) {
+							t.Fatalf("%s: %v, want %v", what("Vars min/max gradient"), got, want)
+						}
+					}
+					if refSums == nil {
+						refSums = out[1:]
+					} else {
+						fqSameAll(t, what("Vars min gradient vs 1 thread"), tensorx.MustSlice[T](out[1]), tensorx.MustSlice[T](refSums[0]))
+						fqSameAll(t, what("Vars max gradient vs 1 thread"), tensorx.MustSlice[T](out[2]), tensorx.MustSlice[T](refSums[1]))
+					}
+					adj := testutil.MustRun(t, fqVarsAdj, attrs, threads, mk(dbi, n), mk(dmin), mk(dmax), mk(x, n), mk(mins), mk(maxs))[0]
+					fqSameAll(t, what("Vars adjoint"), tensorx.MustSlice[T](adj), wantAdj)
+					if !(lo < hi) {
+						continue // Args refuses the range
+					}
+					// Args' float32 range widened to T is the same range.
+					ya := testutil.MustRun(t, fqArgs, args, threads, mk(x, n))[0]
+					fqSameAll(t, what("Args forward"), tensorx.MustSlice[T](ya), fqScalarForward(grids, x, false))
+					ga := testutil.MustRun(t, fqArgsGrad, args, threads, mk(g, n), mk(x, n))[0]
+					fqSameAll(t, what("Args gradient"), tensorx.MustSlice[T](ga), wantBi)
+				}
+			}
+		}
+	}
+}
+
+// TestFakeQuantPerTensorLoops runs the per-tensor ops (the fqkern loops
+// with one channel: the dividing forward for Vars) against the scalar
+// loops.
+func TestFakeQuantPerTensorLoops(t *testing.T) {
+	testFakeQuantPerTensorLoops[float32](t, tensor.Float32)
+	testFakeQuantPerTensorLoops[float64](t, tensor.Float64)
 }

@@ -1,9 +1,10 @@
-// Package fqkern holds the element loops of the per-channel fake
-// quantisation ops (forward.FakeQuantWithMinMaxVarsPerChannel, its
-// gradient and adjoint ops, and the per-tensor ops as one channel):
-// branch-free AVX2 assembly for float32 on amd64 (Enabled), the portable
-// Go loops of kernel_go.go for float64, elsewhere and under the noasm
-// build tag.
+// Package fqkern holds the element loops of the fake quantisation ops
+// (forward.FakeQuantWithMinMaxVarsPerChannel, its gradient and adjoint
+// ops, and the per-tensor ops FakeQuantWithMinMaxArgs and
+// FakeQuantWithMinMaxVars with theirs as one channel): branch-free AVX2
+// assembly for float32 on amd64 (Enabled), and the portable, also
+// branch-free, Go loops of kernel_go.go for float64, elsewhere and under
+// the noasm build tag.
 //
 // Every loop walks a flat tensor whose channel is the flat index modulo d.
 // The per-channel parameters are laid out once per call as tables of
@@ -11,10 +12,12 @@
 // holding channel j mod d: a call then streams whole periods of elements
 // against the table with vector loads, whatever d is.
 //
-// The forward is bit-exact with the scalar rule of package forward (every
+// The forward is bit-exact with the scalar rules of package forward (every
 // operation rounded to the element type, no fused multiply-add, floor by
 // rounding towards −Inf, TensorFlow's clamp order min(x, nmax) then
-// max(·, nmin) with a NaN input propagating). The gradient loops compare
+// max(·, nmin) with a NaN input propagating), in both of TensorFlow's
+// forms: multiplying by the inverse scale (Args, PerChannel: NewQuant) or
+// dividing by the scale (Vars: NewQuantDiv). The gradient loops compare
 // exactly; their min/max sums are accumulated per table position in
 // float64 (Bounds.Grad) and folded into channels in position order
 // (Bounds.Fold), so they depend only on where the caller cuts its calls,
@@ -52,8 +55,10 @@ func Period(d int) int {
 
 // Grid is the nudged quantisation grid of one channel, in the element
 // type: outputs are floor(((min(x, NMax) max NMin) − NMin)·Inv − QZero +
-// 0.5)·Scale, every operation rounded. Zero marks the min == max == 0
-// channel, whose outputs are all +0 (NaN inputs included).
+// 0.5)·Scale, every operation rounded, or with ·Inv replaced by /Scale in
+// a dividing table (NewQuantDiv, which ignores Inv). Zero marks the
+// min == max == 0 channel, whose outputs are all +0 (NaN inputs
+// included).
 type Grid[T tensorx.Float] struct {
 	NMin, NMax, Inv, QZero, Scale T
 	Zero                          bool
@@ -95,14 +100,26 @@ func ones[T tensorx.Float]() T {
 // Quant is the forward parameter table of d channels.
 type Quant[T tensorx.Float] struct {
 	d, l int
-	tab  []T // qRows rows of l positions
+	div  bool // divide by Scale instead of multiplying by Inv
+	tab  []T  // qRows rows of l positions
 }
 
-// NewQuant returns the table of d ≥ 1 channels, every channel a zero
-// grid until Set.
+// NewQuant returns the table of d ≥ 1 channels whose forward multiplies
+// by the inverse scale (FakeQuantWithMinMaxArgs and
+// FakeQuantWithMinMaxVarsPerChannel), every channel a zero grid until
+// Set.
 func NewQuant[T tensorx.Float](d int) *Quant[T] {
 	l := Period(d)
 	return &Quant[T]{d: d, l: l, tab: make([]T, qRows*l)}
+}
+
+// NewQuantDiv returns the table of d ≥ 1 channels whose forward divides
+// by the scale, as TensorFlow's FakeQuantWithMinMaxVars does (the two
+// forms can differ in the last bit), every channel a zero grid until Set.
+func NewQuantDiv[T tensorx.Float](d int) *Quant[T] {
+	q := NewQuant[T](d)
+	q.div = true
+	return q
 }
 
 // Period returns the table length (Period(d)).
@@ -135,7 +152,7 @@ func (q *Quant[T]) Run(y, x []T, at int) {
 		panic(fmt.Sprintf("fqkern: Run on %d outputs, %d inputs at %d", len(y), len(x), at))
 	}
 	walk(q.l, len(x), at, func(i, p, n, rows int) {
-		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows)
+		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows, q.div)
 	})
 }
 
@@ -251,16 +268,21 @@ func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
 // rows l apart), the call covers rows·n elements in rows of n ≤ l, row r
 // at elements [r·n, (r+1)·n) with positions 0..n−1 of tab.
 
-// fwd dispatches the forward kernel.
-func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int) {
+// fwd dispatches the forward kernel (the dividing one if div).
+func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div bool) {
 	check(len(x), len(tab), qRows, l, n, rows)
 	if Enabled {
 		if y32, ok := any(y).([]float32); ok {
-			fwd32(&y32[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+			yp, xp, tp := &y32[0], &any(x).([]float32)[0], &any(tab).([]float32)[0]
+			if div {
+				fwdDiv32(yp, xp, tp, l, n, rows)
+			} else {
+				fwd32(yp, xp, tp, l, n, rows)
+			}
 			return
 		}
 	}
-	fwdGo(y, x, tab, l, n, rows)
+	fwdGo(y, x, tab, l, n, rows, div)
 }
 
 // grad dispatches the gradient kernel.

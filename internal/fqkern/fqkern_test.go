@@ -1,9 +1,11 @@
 package fqkern
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
+	"unsafe"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
@@ -31,8 +33,9 @@ func withMode(asm bool, fn func()) {
 }
 
 // refQuant is the scalar forward rule: clamp with min(x, nmax) first, a
-// NaN x staying NaN, every operation rounded to T, +0 in a zero channel.
-func refQuant[T tensorx.Float](g Grid[T], x T) T {
+// NaN x staying NaN, every operation rounded to T, +0 in a zero channel;
+// multiplying by Inv, or dividing by Scale if div.
+func refQuant[T tensorx.Float](g Grid[T], x T, div bool) T {
 	if g.Zero {
 		return 0
 	}
@@ -43,7 +46,12 @@ func refQuant[T tensorx.Float](g Grid[T], x T) T {
 	if v < g.NMin {
 		v = g.NMin
 	}
-	t := T(T(v-g.NMin) * g.Inv)
+	var t T
+	if div {
+		t = T(T(v-g.NMin) / g.Scale)
+	} else {
+		t = T(T(v-g.NMin) * g.Inv)
+	}
 	return T(T(math.Floor(float64(T(T(t-g.QZero)+0.5)))) * g.Scale)
 }
 
@@ -179,33 +187,49 @@ var shapes = []struct{ d, n, at int }{
 	{129, 129 * 5, 0}, {129, 129 * 5, 258}, {1030, 1030 * 2, 0}, {16, 160, 48}, {2, 1, 1},
 }
 
+// testForward checks both forms (NewQuant multiplies, NewQuantDiv
+// divides) and that they differ somewhere (near the ties), so that each
+// table really runs its own form.
 func testForward[T tensorx.Float](t *testing.T, name string) {
 	r := rand.New(rand.NewSource(1))
+	differ := 0
 	for _, sh := range shapes {
 		gs := randomGrids[T](r, sh.d)
-		q := NewQuant[T](sh.d)
-		for c, g := range gs {
-			q.Set(c, g)
-		}
 		x := inputs(r, gs, sh.n)
-		var outs [][]T
-		for _, asm := range modes() {
-			y, check := guarded[T](t, sh.n, 7)
-			withMode(asm, func() { q.Run(y, x, sh.at) })
-			check(name)
-			for i, v := range x {
-				g := gs[(sh.at+i)%sh.d]
-				if want := refQuant(g, v); !same(y[i], want) {
-					t.Fatalf("%s asm=%v d=%d n=%d at=%d: element %d x=%v grid %+v: got %v, want %v",
-						name, asm, sh.d, sh.n, sh.at, i, v, g, y[i], want)
-				}
+		for _, div := range []bool{false, true} {
+			q := NewQuant[T](sh.d)
+			if div {
+				q = NewQuantDiv[T](sh.d)
 			}
-			outs = append(outs, y)
-		}
-		if len(outs) == 2 {
-			bitsEqual(t, name+" forward asm vs Go", outs[0], outs[1])
+			for c, g := range gs {
+				q.Set(c, g)
+			}
+			var outs [][]T
+			for _, asm := range modes() {
+				y, check := guarded[T](t, sh.n, 7)
+				withMode(asm, func() { q.Run(y, x, sh.at) })
+				check(name)
+				for i, v := range x {
+					g := gs[(sh.at+i)%sh.d]
+					if want := refQuant(g, v, div); !same(y[i], want) {
+						t.Fatalf("%s asm=%v div=%v d=%d n=%d at=%d: element %d x=%v grid %+v: got %v, want %v",
+							name, asm, div, sh.d, sh.n, sh.at, i, v, g, y[i], want)
+					}
+					if div && !same(refQuant(g, v, false), refQuant(g, v, true)) {
+						differ++
+					}
+				}
+				outs = append(outs, y)
+			}
+			if len(outs) == 2 {
+				bitsEqual(t, fmt.Sprintf("%s div=%v forward asm vs Go", name, div), outs[0], outs[1])
+			}
 		}
 	}
+	if differ == 0 {
+		t.Fatalf("%s: multiplying and dividing never differ: the test does not tell the forms apart", name)
+	}
+	t.Logf("%s: the forms differ on %d inputs", name, differ)
 }
 
 // bitsEqual checks that two outputs have identical bits (NaNs included).
@@ -380,3 +404,45 @@ func TestBadCallsPanic(t *testing.T) {
 		}()
 	}
 }
+
+// benchKernels times Run (dividing), Grad and Adjoint on one channel of
+// 2^16 elements x ~ N(0, σ²) against the range ±2.55: σ = 1 puts 1% of
+// the inputs outside (a branchy loop would predict well), σ = 2.5 about
+// 30%.
+func benchKernels[T tensorx.Float](b *testing.B) {
+	const n = 1 << 16
+	gr := grid(T(0.02), 128)
+	for _, sigma := range []float64{1, 2.5} {
+		r := rand.New(rand.NewSource(1))
+		x, g, y := make([]T, n), make([]T, n), make([]T, n)
+		for i := range x {
+			x[i], g[i] = T(r.NormFloat64()*sigma), T(r.NormFloat64())
+		}
+		q := NewQuantDiv[T](1)
+		q.Set(0, gr)
+		bd := NewBounds[T](1)
+		bd.Set(0, gr.NMin, gr.NMax, false)
+		acc := make([]float64, 2*bd.Period())
+		for _, k := range []struct {
+			name string
+			fn   func()
+		}{
+			{"Forward", func() { q.Run(y, x, 0) }},
+			{"Gradient", func() { bd.Grad(y, g, x, 0, acc) }},
+			{"Adjoint", func() { bd.Adjoint(y, g, x, 0) }},
+		} {
+			b.Run(fmt.Sprintf("%s/sigma=%v", k.name, sigma), func(b *testing.B) {
+				b.SetBytes(n * int64(unsafe.Sizeof(T(0))))
+				for range b.N {
+					k.fn()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkKernels32 times the float32 kernels (assembly where enabled).
+func BenchmarkKernels32(b *testing.B) { benchKernels[float32](b) }
+
+// BenchmarkKernels64 times the float64 kernels (the Go loops).
+func BenchmarkKernels64(b *testing.B) { benchKernels[float64](b) }

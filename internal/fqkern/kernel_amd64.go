@@ -17,6 +17,9 @@ var Enabled = cpu.X86.AVX2FMA
 func fwd32(y, x, tab *float32, l, n, rows int)
 
 //go:noescape
+func fwdDiv32(y, x, tab *float32, l, n, rows int)
+
+//go:noescape
 func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64)
 
 //go:noescape

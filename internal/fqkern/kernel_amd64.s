@@ -18,14 +18,16 @@
 // FWD8 quantises 8 elements at offset off of x (SI) into y (DI), table
 // rows at R11 (AX, BX = 3 rows, R9 = 5 rows), 0.5 in Y15, using V, N, T:
 // v = nmax < x ? nmax : x (x when NaN), v = nmin > v ? nmin : v,
-// y = floor((v − nmin)·inv − qzero + 0.5)·scale & keep.
-#define FWD8(off, V, N, T) \
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, where OP is
+// VMULPS with R13 = 2 rows (the inverse scale) or VDIVPS with R13 = 4
+// rows (the scale).
+#define FWD8(OP, off, V, N, T) \
 	VMOVUPS off(R11)(AX*1), T; \
 	VMINPS off(SI), T, V; \
 	VMOVUPS off(R11), N; \
 	VMAXPS V, N, V; \
 	VSUBPS N, V, V; \
-	VMULPS off(R11)(AX*2), V, V; \
+	OP off(R11)(R13*1), V, V; \
 	VSUBPS off(R11)(BX*1), V, V; \
 	VADDPS Y15, V, V; \
 	VROUNDPS $1, V, V; \
@@ -33,20 +35,46 @@
 	VANDPS off(R11)(R9*1), V, V; \
 	VMOVUPS V, off(DI)
 
+// FWD1 is FWD8 for one element with the scalar forms (OPS is VMULSS or
+// VDIVSS), stepping SI, DI and R11 by one element.
+#define FWD1(OPS) \
+	VMOVSS   (R11)(AX*1), X2; \
+	VMINSS   (SI), X2, X0; \
+	VMOVSS   (R11), X1; \
+	VMAXSS   X0, X1, X0; \
+	VSUBSS   X1, X0, X0; \
+	OPS      (R11)(R13*1), X0, X0; \
+	VSUBSS   (R11)(BX*1), X0, X0; \
+	VADDSS   X15, X0, X0; \
+	VROUNDSS $1, X0, X0, X0; \
+	VMULSS   (R11)(AX*4), X0, X0; \
+	VMOVSS   (R11)(R9*1), X2; \
+	VANDPS   X2, X0, X0; \
+	VMOVSS   X0, (DI); \
+	ADDQ     $4, SI; \
+	ADDQ     $4, DI; \
+	ADDQ     $4, R11
+
+// FWDARGS loads the arguments of fwd32 and fwdDiv32 and sets AX, BX, R9,
+// Y15 (R13 is set by the caller).
+#define FWDARGS \
+	MOVQ y+0(FP), DI; \
+	MOVQ x+8(FP), SI; \
+	MOVQ tab+16(FP), R8; \
+	MOVQ l+24(FP), AX; \
+	SHLQ $2, AX; \
+	MOVQ n+32(FP), CX; \
+	MOVQ rows+40(FP), DX; \
+	LEAQ (AX)(AX*2), BX; \
+	LEAQ (AX)(AX*4), R9; \
+	MOVL $0x3f000000, R10; \
+	VMOVD R10, X15; \
+	VBROADCASTSS X15, Y15
+
 // func fwd32(y, x, tab *float32, l, n, rows int)
 TEXT ·fwd32(SB), NOSPLIT, $0-48
-	MOVQ y+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ tab+16(FP), R8
-	MOVQ l+24(FP), AX
-	SHLQ $2, AX
-	MOVQ n+32(FP), CX
-	MOVQ rows+40(FP), DX
-	LEAQ (AX)(AX*2), BX
-	LEAQ (AX)(AX*4), R9
-	MOVL $0x3f000000, R10
-	VMOVD R10, X15
-	VBROADCASTSS X15, Y15
+	FWDARGS
+	LEAQ (AX)(AX*1), R13
 
 fwdrow:
 	MOVQ R8, R11
@@ -55,8 +83,8 @@ fwdrow:
 fwd16:
 	CMPQ R12, $16
 	JLT  fwd8
-	FWD8(0, Y0, Y1, Y2)
-	FWD8(32, Y3, Y4, Y5)
+	FWD8(VMULPS, 0, Y0, Y1, Y2)
+	FWD8(VMULPS, 32, Y3, Y4, Y5)
 	ADDQ $64, SI
 	ADDQ $64, DI
 	ADDQ $64, R11
@@ -66,7 +94,7 @@ fwd16:
 fwd8:
 	CMPQ R12, $8
 	JLT  fwd1
-	FWD8(0, Y0, Y1, Y2)
+	FWD8(VMULPS, 0, Y0, Y1, Y2)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R11
@@ -75,28 +103,55 @@ fwd8:
 fwd1:
 	TESTQ R12, R12
 	JZ    fwdnext
-	VMOVSS   (R11)(AX*1), X2
-	VMINSS   (SI), X2, X0
-	VMOVSS   (R11), X1
-	VMAXSS   X0, X1, X0
-	VSUBSS   X1, X0, X0
-	VMULSS   (R11)(AX*2), X0, X0
-	VSUBSS   (R11)(BX*1), X0, X0
-	VADDSS   X15, X0, X0
-	VROUNDSS $1, X0, X0, X0
-	VMULSS   (R11)(AX*4), X0, X0
-	VMOVSS   (R11)(R9*1), X2
-	VANDPS   X2, X0, X0
-	VMOVSS   X0, (DI)
-	ADDQ     $4, SI
-	ADDQ     $4, DI
-	ADDQ     $4, R11
-	DECQ     R12
-	JMP      fwd1
+	FWD1(VMULSS)
+	DECQ  R12
+	JMP   fwd1
 
 fwdnext:
 	DECQ DX
 	JNZ  fwdrow
+	VZEROUPPER
+	RET
+
+// func fwdDiv32(y, x, tab *float32, l, n, rows int)
+TEXT ·fwdDiv32(SB), NOSPLIT, $0-48
+	FWDARGS
+	LEAQ (AX*4), R13
+
+divrow:
+	MOVQ R8, R11
+	MOVQ CX, R12
+
+div16:
+	CMPQ R12, $16
+	JLT  div8
+	FWD8(VDIVPS, 0, Y0, Y1, Y2)
+	FWD8(VDIVPS, 32, Y3, Y4, Y5)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R11
+	SUBQ $16, R12
+	JMP  div16
+
+div8:
+	CMPQ R12, $8
+	JLT  div1
+	FWD8(VDIVPS, 0, Y0, Y1, Y2)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	SUBQ $8, R12
+
+div1:
+	TESTQ R12, R12
+	JZ    divnext
+	FWD1(VDIVSS)
+	DECQ  R12
+	JMP   div1
+
+divnext:
+	DECQ DX
+	JNZ  divrow
 	VZEROUPPER
 	RET
 

@@ -11,5 +11,6 @@ var Enabled = false
 const noAsm = "fqkern: assembly kernel called without assembly support"
 
 func fwd32(y, x, tab *float32, l, n, rows int)                     { panic(noAsm) }
+func fwdDiv32(y, x, tab *float32, l, n, rows int)                  { panic(noAsm) }
 func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64) { panic(noAsm) }
 func adj32(out, dbi, x, tab *float32, l, n, rows int)              { panic(noAsm) }
