@@ -16,7 +16,9 @@ type GradOpts struct {
 	CreateGraph bool
 }
 
-// emitter implements registry.Emitter for gradient functions.
+// emitter implements registry.Emitter for gradient functions. The
+// registry.Values it hands out are boxes and slices from the tape's slabs
+// (slab.go), so a gradient function's ops allocate nothing of their own.
 type emitter struct {
 	t      *Tape
 	record bool
@@ -35,7 +37,7 @@ func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.V
 	}
 	e.inBuf = e.inBuf[:0]
 	for i, v := range in {
-		av, ok := v.(Value)
+		av, ok := unbox(v)
 		if !ok {
 			t.fail(op, i, "backward", fmt.Errorf("%w: gradient passed a %T, not a tape Value", ErrInvalidValue, v))
 			av = t.poison()
@@ -43,18 +45,23 @@ func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.V
 		e.inBuf = append(e.inBuf, av)
 	}
 	e.outBuf = t.applyDef(def, attrs, e.inBuf, e.record, "backward", e.outBuf[:0])
-	res := make([]registry.Value, len(e.outBuf))
+	clear(e.inBuf)
+	res := t.ifaces(len(e.outBuf))
 	for i, v := range e.outBuf {
-		res[i] = v
+		res[i] = t.box(v)
 	}
 	return res
 }
 
-func (e *emitter) Const(d *tensor.Dense) registry.Value { return e.t.Constant(d) }
+func (e *emitter) Const(d *tensor.Dense) registry.Value { return e.t.box(e.t.Constant(d)) }
 
-func (e *emitter) Scalar(dt tensor.Dtype, v float64) registry.Value { return e.t.Scalar(dt, v) }
+func (e *emitter) Scalar(dt tensor.Dtype, v float64) registry.Value {
+	return e.t.box(e.t.Scalar(dt, v))
+}
 
-func (e *emitter) Ints(v ...int) registry.Value { return e.t.Ints(v...) }
+func (e *emitter) Ints(v ...int) registry.Value { return e.t.box(e.t.Ints(v...)) }
+
+func (e *emitter) Values(n int) []registry.Value { return e.t.ifaces(n) }
 
 // nodeView implements registry.Node for one recorded node.
 type nodeView struct {
@@ -98,7 +105,7 @@ func (n *nodeView) NeedsGrad(i int) bool {
 
 func (t *Tape) valuesOf(out []registry.Value, start, n int32) []registry.Value {
 	for i := int32(0); i < n; i++ {
-		out = append(out, Value{t: t, id: t.ids[start+i], gen: t.gen})
+		out = append(out, t.box(Value{t: t, id: t.ids[start+i], gen: t.gen}))
 	}
 	return out
 }
@@ -257,7 +264,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			if g == nil || !t.marked[id] || !isFloat(t.vals[id].d.Dtype()) {
 				continue
 			}
-			gv, ok := g.(Value)
+			gv, ok := unbox(g)
 			if !ok {
 				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g)}
 			}
@@ -273,13 +280,13 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			t.acc[id] = append(t.acc[id], gv.id)
 		}
 	}
-	res = make([]Value, len(sources))
+	res = t.values(len(sources))
 	for i, s := range sources {
 		g, ok := t.sumGrads(e, s.id)
 		if !ok {
 			g = t.applyDef(opZerosLike.def(), nil, []Value{s}, false, "backward", nil)[0]
 		}
-		res[i] = g.(Value)
+		res[i], _ = unbox(g)
 		// A source listed twice gets the same gradient.
 		if ok {
 			t.acc[s.id] = append(t.acc[s.id][:0], res[i].id)
@@ -299,15 +306,17 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 	case 0:
 		return nil, false
 	case 1:
-		return Value{t: t, id: l[0], gen: t.gen}, true
+		return t.box(Value{t: t, id: l[0], gen: t.gen}), true
 	}
-	in := make([]Value, len(l))
-	for i, g := range l {
-		in[i] = Value{t: t, id: g, gen: t.gen}
+	in := t.sumBuf[:0]
+	for _, g := range l {
+		in = append(in, Value{t: t, id: g, gen: t.gen})
 	}
-	s := t.applyDef(opAddN.def(), nil, in, e.record, "backward", nil)[0]
+	t.sumBuf = in
+	var out [1]Value
+	s := t.applyDef(opAddN.def(), nil, in, e.record, "backward", out[:0])[0]
 	t.acc[id] = append(t.acc[id][:0], s.id)
-	return s, true
+	return t.box(s), true
 }
 
 // callGrad runs the gradient function of node ni, turning a panic into an
@@ -321,7 +330,7 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 	case registry.GradNone:
 		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason())}
 	case registry.GradZero:
-		return make([]registry.Value, nd.nin), nil
+		return t.ifaces(int(nd.nin)), nil
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -55,7 +55,8 @@ func shpApply(r *opRef, attrs any, x Value, ints []int) Value {
 	if t == nil {
 		return Value{}
 	}
-	in := []Value{x}
+	var buf [2]Value
+	in := append(buf[:0], x)
 	if ints != nil {
 		iv, ok := shpInts(t, r, 1, ints)
 		if !ok {

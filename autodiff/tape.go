@@ -36,7 +36,11 @@ func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
 //
 // Memory: every output, constant and gradient lives in the tape's arena
 // until Reset, which recycles the buffers. A training loop that calls Reset
-// at the start of every step reuses the same buffers step after step.
+// at the start of every step reuses the same buffers step after step. The
+// small slices the tape returns (the outputs of Apply, the results of Grad)
+// and the registry.Values gradient functions see are cut from larger blocks
+// and never reused, so a steady-state step allocates next to nothing while
+// every handle from before a Reset stays invalid.
 type Tape struct {
 	training bool
 	noGrad   bool
@@ -63,6 +67,11 @@ type Tape struct {
 	bwSrcs   []Value
 	bwParams []*Param
 	bwTarget [1]Value
+	sumBuf   []Value
+
+	// slabs of small handed-out slices and boxes (slab.go)
+	vslab []Value
+	islab []registry.Value
 }
 
 type valRec struct {
@@ -334,12 +343,12 @@ func (t *Tape) Apply(op string, attrs any, in ...Value) []Value {
 }
 
 // applyDef runs def. record permits recording a node (the op is recorded
-// only if an input requires grad). The outputs are appended to out (a new
-// slice if out is nil), poisoned values if the op fails.
+// only if an input requires grad). The outputs are appended to out (a
+// slice of the tape's slab if out is nil), poisoned values if the op fails.
 func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool, phase string, out []Value) []Value {
 	nout := len(def.Outputs)
 	if out == nil {
-		out = make([]Value, 0, nout)
+		out = t.values(nout)[:0]
 	}
 	if t.err != nil || !t.run(def, attrs, in, record, phase) {
 		for i := 0; i < nout; i++ {

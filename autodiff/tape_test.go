@@ -55,11 +55,29 @@ func init() {
 		_ = s[3]
 		return nil, nil
 	})
+	// tapetest.Stash doubles; its gradient keeps what it was handed and
+	// what it returns in stash, as a misbehaving gradient function could.
+	registry.MustRegister(&registry.OpDef{Name: "tapetest.Stash", Inputs: one, Outputs: one, Kernels: f64(double)})
+	registry.MustSetGradient("tapetest.Stash", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		g := e.Apply("tapetest.Double", nil, dy[0])[0]
+		res := e.Values(1)
+		res[0] = g
+		stash = stashed{in: n.Inputs()[0], out: n.Outputs()[0], dy: dy[0], g: g, res: res}
+		return res, nil
+	})
 	registry.MustRegister(&registry.OpDef{Name: "tapetest.Wrong", Inputs: one, Outputs: one, Kernels: f64(double)})
 	registry.MustSetGradient("tapetest.Wrong", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		return nil, errors.New("refused")
 	})
 }
+
+// stashed is what tapetest.Stash's gradient last saw and returned.
+type stashed struct {
+	in, out, dy, g registry.Value
+	res            []registry.Value
+}
+
+var stash stashed
 
 func vec(t testing.TB, v ...float64) *tensor.Dense {
 	t.Helper()
@@ -388,9 +406,11 @@ func TestSteadyStateAllocations(t *testing.T) {
 	step()
 	step()
 	allocs := testing.AllocsPerRun(20, step)
-	// The buffers are recycled; what remains are small per-op objects
-	// (attrs, gradient slices). Keep it bounded so regressions show.
-	if allocs > 40 {
+	// The buffers are recycled and the tape's own slices and boxes come
+	// from its slabs; what remains are the test ops' own slices (the
+	// kernel's result literal, forward and backward, and the gradient's
+	// result and argument lists): 4. Keep it bounded so regressions show.
+	if allocs > 8 {
 		t.Fatalf("steady-state step allocates %.0f objects", allocs)
 	}
 	t.Logf("allocs per step: %.0f", allocs)
@@ -411,5 +431,111 @@ func TestFailAndReseed(t *testing.T) {
 	tp.Fail("second", errors.New("ignored"))
 	if !strings.Contains(tp.Err().Error(), "bad config") {
 		t.Fatalf("the first error did not win: %v", tp.Err())
+	}
+}
+
+// TestUseAfterResetWithRecycledStorage checks that everything a tape hands
+// out stays invalid after Reset although the next step reuses its storage:
+// the same value ids, the same tensor headers from the arena. Values and
+// the registry.Values gradient functions see (boxes from the tape's slab)
+// keep their generation, and the slab never rewrites what it handed out.
+func TestUseAfterResetWithRecycledStorage(t *testing.T) {
+	tp := autodiff.NewTape()
+	in := vec(t, 1, 2, 3)
+	step := func() (x, y, gx autodiff.Value) {
+		tp.Reset()
+		x = tp.Watch(in)
+		y = tp.Apply("tapetest.Stash", nil, x)[0]
+		g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x, y, g[0]
+	}
+	x1, y1, g1 := step()
+	old := stash
+	oldRes := old.res[0]
+	// Every tensor of the step: x, y, the seed dy and the gradient.
+	headers := map[*tensor.Dense]bool{}
+	for _, v := range []autodiff.Value{x1, y1, g1, *old.dy.(*autodiff.Value)} {
+		d, err := v.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers[d] = true
+	}
+	x2, y2, g2 := step()
+	for _, v := range []autodiff.Value{x2, y2, g2} {
+		if d, err := v.Data(); err != nil || !headers[d] {
+			t.Fatalf("the arena did not hand out the same tensor headers again (the test needs it): %v", err)
+		}
+	}
+	if s := f64s(t, g2); !eq(s, []float64{2, 2, 2}) {
+		t.Fatalf("second step's gradient %v", s)
+	}
+	for name, v := range map[string]autodiff.Value{"x": x1, "y": y1, "gradient": g1} {
+		if !errors.Is(v.Err(), autodiff.ErrInvalidValue) {
+			t.Errorf("%s from before Reset: Err %v", name, v.Err())
+		}
+		if _, err := v.Data(); !errors.Is(err, autodiff.ErrInvalidValue) {
+			t.Errorf("%s from before Reset: Data error %v", name, err)
+		}
+		if v.Shape() != nil {
+			t.Errorf("%s from before Reset has shape %v", name, v.Shape())
+		}
+	}
+	for name, rv := range map[string]registry.Value{"input": old.in, "output": old.out, "dy": old.dy, "gradient": old.g} {
+		pv, ok := rv.(*autodiff.Value)
+		if !ok {
+			t.Fatalf("%s: gradient functions see a %T", name, rv)
+		}
+		if !errors.Is(pv.Err(), autodiff.ErrInvalidValue) || rv.Shape() != nil {
+			t.Errorf("%s kept by a gradient function across Reset: Err %v, shape %v", name, pv.Err(), rv.Shape())
+		}
+		if *pv == x2 || *pv == y2 || *pv == g2 {
+			t.Errorf("%s kept across Reset was rewritten into a live value", name)
+		}
+	}
+	if old.res[0] != oldRes || stash.in == old.in {
+		t.Error("the slab rewrote a slice or box it had handed out")
+	}
+	if y, ok := stash.out.(*autodiff.Value); !ok || *y != y2 {
+		t.Errorf("this step's gradient function saw output %v, want %v", stash.out, y2)
+	}
+	tp.Apply("Identity", nil, y1)
+	if !errors.Is(tp.Err(), autodiff.ErrInvalidValue) {
+		t.Fatalf("op on a value from before Reset: %v", tp.Err())
+	}
+}
+
+// TestApplyResultsAreTheCallers checks that the output slices of Apply,
+// carved from the tape's slab, do not overlap: appending to or writing
+// into one leaves the others alone.
+func TestApplyResultsAreTheCallers(t *testing.T) {
+	tp := autodiff.NewTape()
+	c := tp.Constant(vec(t, 1, 2))
+	var outs [][]autodiff.Value
+	for i := 0; i < 300; i++ { // across slab boundaries
+		outs = append(outs, tp.Apply("tapetest.Double", nil, c))
+	}
+	want := make([]autodiff.Value, len(outs))
+	for i, o := range outs {
+		if len(o) != 1 || cap(o) != 1 {
+			t.Fatalf("result %d: len %d cap %d, want 1 and 1", i, len(o), cap(o))
+		}
+		want[i] = o[0]
+	}
+	for i := range outs {
+		outs[i] = append(outs[i], c)
+		outs[i][0] = c
+	}
+	for i := range outs {
+		if got := tp.Apply("Identity", nil, want[i])[0]; f64s(t, got)[1] != 4 {
+			t.Fatalf("result %d changed", i)
+		}
+	}
+	g, err := tp.Grad([]autodiff.Value{want[0]}, []autodiff.Value{c}, nil, autodiff.GradOpts{})
+	if err != nil || len(g) != 1 || cap(g) != 1 {
+		t.Fatalf("Grad: %v, len %d cap %d", err, len(g), cap(g))
 	}
 }

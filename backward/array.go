@@ -8,14 +8,14 @@ import (
 
 func init() {
 	registry.MustSetGradient("Identity", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return []registry.Value{dy[0]}, nil
+		return vals(e, dy[0]), nil
 	})
 	registry.MustNotDifferentiable("StopGradient")
 	registry.MustNotDifferentiable("ZerosLike")
 	registry.MustNotDifferentiable("OnesLike")
 	// AddN: every input gets the upstream gradient.
 	registry.MustSetGradient("AddN", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := make([]registry.Value, len(n.Inputs()))
+		out := e.Values(len(n.Inputs()))
 		for i := range out {
 			if n.NeedsGrad(i) {
 				out[i] = dy[0]

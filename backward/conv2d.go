@@ -34,7 +34,7 @@ func (c convFamily) register() {
 // fwdGrad: F(x, f) with upstream g gives
 // dx = Input(shape(x), f, g), df = Filter(x, shape(f), g).
 func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
+	out := e.Values(2)
 	g := dy[0]
 	if g == nil {
 		return out, nil
@@ -42,10 +42,10 @@ func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.V
 	in := n.Inputs()
 	x, f := in[0], in[1]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, c.input, n.Attrs(), e.Ints(shapeOf(x)...), f, g)
+		out[0] = op1(e, c.input, n.Attrs(), e.Ints(x.Shape()...), f, g)
 	}
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, c.filter, n.Attrs(), x, e.Ints(shapeOf(f)...), g)
+		out[1] = op1(e, c.filter, n.Attrs(), x, e.Ints(f.Shape()...), g)
 	}
 	return out, nil
 }
@@ -53,7 +53,7 @@ func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.V
 // inputGrad: Input(sizes, f, d) with upstream g (input-shaped) gives
 // [nil, Filter(g, shape(f), d), F(g, f)].
 func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 3)
+	out := e.Values(3)
 	g := dy[0]
 	if g == nil {
 		return out, nil
@@ -61,7 +61,7 @@ func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry
 	in := n.Inputs()
 	f, d := in[1], in[2]
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, c.filter, n.Attrs(), g, e.Ints(shapeOf(f)...), d)
+		out[1] = op1(e, c.filter, n.Attrs(), g, e.Ints(f.Shape()...), d)
 	}
 	if n.NeedsGrad(2) {
 		out[2] = op1(e, c.fwd, n.Attrs(), g, f)
@@ -72,7 +72,7 @@ func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry
 // filterGrad: Filter(x, sizes, d) with upstream g (filter-shaped) gives
 // [Input(shape(x), g, d), nil, F(x, g)].
 func (c convFamily) filterGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 3)
+	out := e.Values(3)
 	g := dy[0]
 	if g == nil {
 		return out, nil
@@ -80,7 +80,7 @@ func (c convFamily) filterGrad(e registry.Emitter, n registry.Node, dy []registr
 	in := n.Inputs()
 	x, d := in[0], in[2]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, c.input, n.Attrs(), e.Ints(shapeOf(x)...), g, d)
+		out[0] = op1(e, c.input, n.Attrs(), e.Ints(x.Shape()...), g, d)
 	}
 	if n.NeedsGrad(2) {
 		out[2] = op1(e, c.fwd, n.Attrs(), x, g)

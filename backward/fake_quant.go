@@ -45,9 +45,9 @@ func init() {
 // fqArgsForwardGrad: FakeQuantWithMinMaxArgsGradient(dy, inputs), same attrs.
 func fqArgsForwardGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil || !n.NeedsGrad(0) {
-		return []registry.Value{nil}, nil
+		return e.Values(1), nil
 	}
-	return []registry.Value{op1(e, "FakeQuantWithMinMaxArgsGradient", n.Attrs(), dy[0], n.Inputs()[0])}, nil
+	return vals(e, op1(e, "FakeQuantWithMinMaxArgsGradient", n.Attrs(), dy[0], n.Inputs()[0])), nil
 }
 
 // fqForwardGrad returns the gradient of FakeQuantWithMinMaxVars or
@@ -57,13 +57,13 @@ func fqArgsForwardGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 // computed on the [rows, channels] view and reshaped back.
 func fqForwardGrad(gradOp string, perChannel bool) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := make([]registry.Value, 3)
+		out := e.Values(3)
 		if dy[0] == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
 			return out, nil
 		}
 		in := n.Inputs()
 		g, x := dy[0], in[0]
-		shape := shapeOf(x)
+		shape := x.Shape()
 		flat := perChannel && len(shape) > 4
 		if flat {
 			d := shape[len(shape)-1]
@@ -74,7 +74,7 @@ func fqForwardGrad(gradOp string, perChannel bool) registry.GradFunc {
 			g = op1(e, "Reshape", nil, g, e.Ints(rows, d))
 			x = op1(e, "Reshape", nil, x, e.Ints(rows, d))
 		}
-		res := e.Apply(gradOp, n.Attrs(), g, x, in[1], in[2])
+		res := e.Apply(gradOp, n.Attrs(), vals(e, g, x, in[1], in[2])...)
 		if len(res) != 3 {
 			return nil, fqApplyErr(e, gradOp, len(res))
 		}
@@ -115,7 +115,7 @@ func fqZerosFor(e registry.Emitter, n registry.Node, out []registry.Value, from 
 // so the gradient w.r.t. gradients is the op applied to the upstream
 // gradient; w.r.t. inputs it is zero.
 func fqArgsGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
+	out := e.Values(2)
 	if dy[0] == nil {
 		return out, nil
 	}
@@ -133,13 +133,13 @@ func fqArgsGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([
 // for inputs, min and max.
 func fqGradOpGrad(adjOp string) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := make([]registry.Value, 4)
+		out := e.Values(4)
 		if dy[0] == nil && dy[1] == nil && dy[2] == nil {
 			return out, nil
 		}
 		in := n.Inputs()
 		if n.NeedsGrad(0) {
-			u := make([]registry.Value, 3)
+			u := e.Values(3)
 			like := []registry.Value{in[1], in[2], in[2]} // shapes of the three outputs
 			for i := range u {
 				u[i] = dy[i]
@@ -161,13 +161,13 @@ func fqGradOpGrad(adjOp string) registry.GradFunc {
 // get zeros.
 func fqAdjointGrad(gradOp string) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := make([]registry.Value, 6)
+		out := e.Values(6)
 		if dy[0] == nil {
 			return out, nil
 		}
 		in := n.Inputs()
 		if n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2) {
-			res := e.Apply(gradOp, n.Attrs(), dy[0], in[3], in[4], in[5])
+			res := e.Apply(gradOp, n.Attrs(), vals(e, dy[0], in[3], in[4], in[5])...)
 			if len(res) != 3 {
 				return nil, fqApplyErr(e, gradOp, len(res))
 			}

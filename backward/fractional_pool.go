@@ -1,8 +1,9 @@
 package backward
 
 import (
+	"gorgonia.org/tensor"
+
 	"github.com/tapegrad/tapegrad/forward"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -42,34 +43,30 @@ func init() {
 }
 
 // fpShapeConst returns the static shape of v as an int64 vector constant
-// (FractionalAvgPoolGrad's orig_input_tensor_shape).
-func fpShapeConst(e registry.Emitter, v registry.Value) (registry.Value, error) {
-	s := v.Shape()
-	sv := make([]int64, len(s))
-	for i, d := range s {
-		sv[i] = int64(d)
-	}
-	d, err := tensorx.New([]int{len(sv)}, sv)
-	if err != nil {
-		return nil, err
-	}
-	return e.Const(d), nil
+// (FractionalAvgPoolGrad's orig_input_tensor_shape): Emitter.Ints's int32
+// vector cast to int64, which costs no allocation (a tensor built here and
+// copied by Emitter.Const would cost a dozen).
+func fpShapeConst(e registry.Emitter, v registry.Value) registry.Value {
+	return op1(e, "Cast", castInt64, e.Ints(v.Shape()...))
 }
+
+// fpGradAttrs[b2i(overlapping)] are the grad ops' attrs, boxed once.
+var fpGradAttrs = [2]any{forward.FractionalPoolGradAttrs{}, forward.FractionalPoolGradAttrs{Overlapping: true}}
+
+// castInt64 is Cast's attrs to int64, boxed once.
+var castInt64 any = forward.CastAttrs{DstT: tensor.Int64}
 
 // fpAvgPoolGrad: FractionalAvgPool(x) with upstream (g, _, _) gives
 // FractionalAvgPoolGrad(shape(x), g, rows, cols).
 func fpAvgPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 1)
+	out := e.Values(1)
 	if dy[0] == nil || !n.NeedsGrad(0) {
 		return out, nil
 	}
 	a := n.Attrs().(forward.FractionalPoolAttrs)
 	outs := n.Outputs()
-	shape, err := fpShapeConst(e, n.Inputs()[0])
-	if err != nil {
-		return nil, err
-	}
-	out[0] = op1(e, "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: a.Overlapping},
+	shape := fpShapeConst(e, n.Inputs()[0])
+	out[0] = op1(e, "FractionalAvgPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
 		shape, dy[0], outs[1], outs[2])
 	return out, nil
 }
@@ -78,7 +75,7 @@ func fpAvgPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 // upstream g (input-shaped) gives, for d, the average pooling of g over
 // the same cells, restricted to d's batch and cell counts.
 func fpAvgPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 4)
+	out := e.Values(4)
 	if dy[0] == nil || !n.NeedsGrad(1) {
 		return out, nil
 	}
@@ -95,17 +92,14 @@ func fpAvgPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 // cols) with upstream g gives FractionalAvgPoolGrad(shape(x), g, rows, cols)
 // (images beyond output_batch get zeros).
 func fpAvgWithSequencesGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 3)
+	out := e.Values(3)
 	if dy[0] == nil || !n.NeedsGrad(0) {
 		return out, nil
 	}
 	in := n.Inputs()
 	a := n.Attrs().(forward.FractionalPoolSeqAttrs)
-	shape, err := fpShapeConst(e, in[0])
-	if err != nil {
-		return nil, err
-	}
-	out[0] = op1(e, "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: a.Overlapping},
+	shape := fpShapeConst(e, in[0])
+	out[0] = op1(e, "FractionalAvgPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
 		shape, dy[0], in[1], in[2])
 	return out, nil
 }
@@ -113,13 +107,13 @@ func fpAvgWithSequencesGrad(e registry.Emitter, n registry.Node, dy []registry.V
 // fpMaxPoolGrad: FractionalMaxPool(x) with upstream (g, _, _) gives
 // FractionalMaxPoolGrad(x, y, g, rows, cols).
 func fpMaxPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 1)
+	out := e.Values(1)
 	if dy[0] == nil || !n.NeedsGrad(0) {
 		return out, nil
 	}
 	a := n.Attrs().(forward.FractionalPoolAttrs)
 	outs := n.Outputs()
-	out[0] = op1(e, "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: a.Overlapping},
+	out[0] = op1(e, "FractionalMaxPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
 		n.Inputs()[0], outs[0], dy[0], outs[1], outs[2])
 	return out, nil
 }
@@ -128,7 +122,7 @@ func fpMaxPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 // upstream g (shaped like x) gives nil, nil (zero) for x and y and
 // tapegrad.FractionalMaxPoolGradGrad(x, y, g, rows, cols) for d.
 func fpMaxPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 5)
+	out := e.Values(5)
 	if dy[0] == nil || !n.NeedsGrad(2) {
 		return out, nil
 	}
@@ -141,7 +135,7 @@ func fpMaxPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 // cols) with upstream u (shaped like y) gives nil, nil for x and y and
 // FractionalMaxPoolGrad(x, y, u, rows, cols) for g.
 func fpMaxPoolGradGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 5)
+	out := e.Values(5)
 	if dy[0] == nil || !n.NeedsGrad(2) {
 		return out, nil
 	}

@@ -54,7 +54,7 @@ func init() {
 func bnForwardGrad(gradOp string) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		in, outs := n.Inputs(), n.Outputs()
-		res := make([]registry.Value, len(in))
+		res := e.Values(len(in))
 		g := dy[0]
 		if g == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
 			return res, nil
@@ -67,9 +67,11 @@ func bnForwardGrad(gradOp string) registry.GradFunc {
 		if !a.Training() {
 			rs1, rs2 = in[3], in[4]
 		}
-		args := []registry.Value{g, in[0], in[1], rs1, rs2}
+		var args []registry.Value
 		if len(outs) == 6 {
-			args = append(args, outs[5])
+			args = vals(e, g, in[0], in[1], rs1, rs2, outs[5])
+		} else {
+			args = vals(e, g, in[0], in[1], rs1, rs2)
 		}
 		r := e.Apply(gradOp, a.GradAttrs(), args...)
 		for i := 0; i < 3; i++ {
@@ -89,7 +91,6 @@ type bnBuilder struct {
 	bc    []int          // per-channel values broadcastable against x
 	first bool           // channels-first layout
 	axes  registry.Value // the reduction axes (all but the channel axis)
-	keep  forward.SumAttrs
 }
 
 func (b *bnBuilder) op(name string, in ...registry.Value) registry.Value {
@@ -112,11 +113,11 @@ func (b *bnBuilder) add(x, y registry.Value) registry.Value {
 // mean and sum reduce over the reduction axes, keeping them (per-channel
 // results of the broadcastable shape).
 func (b *bnBuilder) mean(x registry.Value) registry.Value {
-	return op1(b.e, "Mean", b.keep, x, b.axes)
+	return op1(b.e, "Mean", keepDims, x, b.axes)
 }
 
 func (b *bnBuilder) sum(x registry.Value) registry.Value {
-	return op1(b.e, "Sum", b.keep, x, b.axes)
+	return op1(b.e, "Sum", keepDims, x, b.axes)
 }
 
 // perChannel makes a [C] vector broadcastable against x (a reshape for
@@ -147,7 +148,7 @@ func (b *bnBuilder) proj(v, xh registry.Value) (p, mvx registry.Value) {
 // FusedBatchNormGradV3; see the comment at the top of the file.
 func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	in := n.Inputs()
-	res := make([]registry.Value, len(in))
+	res := e.Values(len(in))
 	u, wg, wb := dy[0], dy[1], dy[2]
 	need0, need1, need2 := n.NeedsGrad(0), n.NeedsGrad(1), n.NeedsGrad(2)
 	if (u == nil && wg == nil && wb == nil) || !(need0 || need1 || need2) {
@@ -158,14 +159,14 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 		return nil, registry.Errorf(registry.ErrInternal, "%s gradient: attrs of type %T", n.Op().Name, n.Attrs())
 	}
 	g, x, gamma := in[0], in[1], in[2]
-	xs := shapeOf(x)
+	xs := x.Shape()
 	format := a.Format()
 	first := format == "NCHW" || format == "NCDHW"
 	ch := len(xs) - 1
 	if first {
 		ch = 1
 	}
-	b := &bnBuilder{e: e, shape: xs, first: first, keep: forward.SumAttrs{KeepDims: true}}
+	b := &bnBuilder{e: e, shape: xs, first: first}
 	b.bc = make([]int, len(xs))
 	var axes []int
 	for i, d := range xs {

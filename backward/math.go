@@ -19,11 +19,11 @@ func init() {
 	registry.MustSetGradient("RealDiv", realDivGrad)
 
 	registry.MustSetGradient("Neg", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
+		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
 	})
 	// Square: dy * (2 x).
 	registry.MustSetGradient("Square", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(dy, func(g registry.Value) registry.Value {
+		return unary(e, dy, func(g registry.Value) registry.Value {
 			x := n.Inputs()[0]
 			return op1(e, "Mul", nil, g, op1(e, "Mul", nil, x, e.Scalar(x.Dtype(), 2)))
 		}), nil
@@ -31,22 +31,22 @@ func init() {
 	// Sqrt, Rsqrt, Sigmoid, Tanh: the gradient op of the output y and dy.
 	for op, gradOp := range map[string]string{"Sqrt": "SqrtGrad", "Rsqrt": "RsqrtGrad", "Sigmoid": "SigmoidGrad", "Tanh": "TanhGrad"} {
 		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-			return unary(dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, n.Outputs()[0], g) }), nil
+			return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, n.Outputs()[0], g) }), nil
 		})
 	}
 	// Exp: dy * y.
 	registry.MustSetGradient("Exp", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, n.Outputs()[0]) }), nil
+		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, n.Outputs()[0]) }), nil
 	})
 	// Log: dy / x (TensorFlow multiplies by Reciprocal(x)).
 	registry.MustSetGradient("Log", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, n.Inputs()[0]) }), nil
+		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, n.Inputs()[0]) }), nil
 	})
 	// Relu, Relu6: ReluGrad(dy, y) and Relu6Grad(dy, y), with the output as
 	// the features, as current TensorFlow does (same mask as the input's).
 	for op, gradOp := range map[string]string{"Relu": "ReluGrad", "Relu6": "Relu6Grad"} {
 		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-			return unary(dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, g, n.Outputs()[0]) }), nil
+			return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, g, n.Outputs()[0]) }), nil
 		})
 	}
 
@@ -61,17 +61,17 @@ func init() {
 	registry.MustSetGradient("Cast", castGrad)
 	// L2Loss: x * dy (dy is a scalar).
 	registry.MustSetGradient("L2Loss", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, n.Inputs()[0], g) }), nil
+		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, n.Inputs()[0], g) }), nil
 	})
 }
 
 // unary returns the one-input gradient f(dy[0]), or nil if no gradient
 // flows in.
-func unary(dy []registry.Value, f func(g registry.Value) registry.Value) []registry.Value {
+func unary(e registry.Emitter, dy []registry.Value, f func(g registry.Value) registry.Value) []registry.Value {
 	if dy[0] == nil {
-		return []registry.Value{nil}
+		return e.Values(1)
 	}
-	return []registry.Value{f(dy[0])}
+	return vals(e, f(dy[0]))
 }
 
 // binaryGrad builds the gradients of a broadcasting binary op: gx(g) and
@@ -80,16 +80,16 @@ func unary(dy []registry.Value, f func(g registry.Value) registry.Value) []regis
 func binaryGrad(e registry.Emitter, n registry.Node, dy []registry.Value,
 	gx, gy func(g registry.Value) registry.Value) []registry.Value {
 	in := n.Inputs()
-	return pairGrad(n, dy,
-		func(g registry.Value) registry.Value { return sumToShape(e, gx(g), shapeOf(in[0])) },
-		func(g registry.Value) registry.Value { return sumToShape(e, gy(g), shapeOf(in[1])) })
+	return pairGrad(e, n, dy,
+		func(g registry.Value) registry.Value { return sumToShape(e, gx(g), in[0].Shape()) },
+		func(g registry.Value) registry.Value { return sumToShape(e, gy(g), in[1].Shape()) })
 }
 
 // pairGrad returns the gradients of a two-input op, ga(dy[0]) and
 // gb(dy[0]), building only those n needs (nil for the others, and both nil
 // if no gradient flows in).
-func pairGrad(n registry.Node, dy []registry.Value, ga, gb func(g registry.Value) registry.Value) []registry.Value {
-	out := make([]registry.Value, 2)
+func pairGrad(e registry.Emitter, n registry.Node, dy []registry.Value, ga, gb func(g registry.Value) registry.Value) []registry.Value {
+	out := e.Values(2)
 	g := dy[0]
 	if g == nil {
 		return out
@@ -137,11 +137,11 @@ func realDivGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]re
 // dz/da = -ga * z, dz/db = 0.5 * ga.
 func sqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil {
-		return make([]registry.Value, 2), nil
+		return e.Values(2), nil
 	}
 	a, z := n.Inputs()[0], n.Outputs()[0]
 	ga := op1(e, "RealDiv", nil, dy[0], a) // shared by both gradients
-	return pairGrad(n, dy,
+	return pairGrad(e, n, dy,
 		func(registry.Value) registry.Value { return op1(e, "Mul", nil, op1(e, "Neg", nil, ga), z) },
 		func(registry.Value) registry.Value { return op1(e, "Mul", nil, e.Scalar(a.Dtype(), 0.5), ga) }), nil
 }
@@ -150,7 +150,7 @@ func sqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 // dz/db = RsqrtGrad(a, g).
 func rsqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	return pairGrad(n, dy,
+	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
 			t := op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), -1.5), g), b)
 			return op1(e, "Mul", nil, t, op1(e, "Square", nil, a))
@@ -162,7 +162,7 @@ func rsqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 // dz/da = gb - 2 * gb * a, dz/db = SigmoidGrad(a, g).
 func sigmoidGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	return pairGrad(n, dy,
+	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
 			gb := op1(e, "Mul", nil, g, b)
 			return op1(e, "Sub", nil, gb, op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), 2), gb), a))
@@ -174,7 +174,7 @@ func sigmoidGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) (
 // dz/db = TanhGrad(a, g).
 func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	a, b := n.Inputs()[0], n.Inputs()[1]
-	return pairGrad(n, dy,
+	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
 			t := op1(e, "Mul", nil, op1(e, "Mul", nil, g, e.Scalar(a.Dtype(), -2)), b)
 			return op1(e, "Mul", nil, t, a)
@@ -189,7 +189,7 @@ func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 func reluGradGrad(op string) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		f := n.Inputs()[1]
-		return pairGrad(n, dy,
+		return pairGrad(e, n, dy,
 			func(g registry.Value) registry.Value { return op1(e, op, nil, g, f) },
 			func(registry.Value) registry.Value { return op1(e, "ZerosLike", nil, f) }), nil
 	}
@@ -198,9 +198,9 @@ func reluGradGrad(op string) registry.GradFunc {
 // broadcastToGrad sums the gradient back to the input's shape; the shape
 // input gets none.
 func broadcastToGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
+	out := e.Values(2)
 	if dy[0] != nil && n.NeedsGrad(0) {
-		out[0] = sumToShape(e, dy[0], shapeOf(n.Inputs()[0]))
+		out[0] = sumToShape(e, dy[0], n.Inputs()[0].Shape())
 	}
 	return out, nil
 }
@@ -211,7 +211,7 @@ func castGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	g := dy[0]
 	src := n.Inputs()[0].Dtype()
 	if g == nil || !isFloat(src) || !isFloat(g.Dtype()) || !n.NeedsGrad(0) {
-		return []registry.Value{nil}, nil
+		return e.Values(1), nil
 	}
-	return []registry.Value{op1(e, "Cast", forward.CastAttrs{DstT: src}, g)}, nil
+	return vals(e, op1(e, "Cast", forward.CastAttrs{DstT: src}, g)), nil
 }

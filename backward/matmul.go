@@ -12,9 +12,9 @@ func init() {
 	registry.MustSetGradient("MatMul", mmMatMulGrad)
 	registry.MustSetGradient("BiasAdd", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil {
-			return make([]registry.Value, 2), nil
+			return e.Values(2), nil
 		}
-		out := make([]registry.Value, 2)
+		out := e.Values(2)
 		if n.NeedsGrad(0) {
 			out[0] = dy[0]
 		}
@@ -33,7 +33,7 @@ func init() {
 //	transpose_a:    da = b·gᵀ        db = a·g
 //	both:           da = bᵀ·gᵀ       db = gᵀ·aᵀ
 func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	out := make([]registry.Value, 2)
+	out := e.Values(2)
 	g := dy[0]
 	if g == nil {
 		return out, nil
@@ -41,7 +41,7 @@ func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 	at := n.Attrs().(forward.MatMulAttrs)
 	a, b := n.Inputs()[0], n.Inputs()[1]
 	mm := func(x, y registry.Value, ta, tb bool) registry.Value {
-		return op1(e, "MatMul", forward.MatMulAttrs{TransposeA: ta, TransposeB: tb}, x, y)
+		return op1(e, "MatMul", mmAttrs[b2i(ta)][b2i(tb)], x, y)
 	}
 	ta, tb := at.TransposeA, at.TransposeB
 	if n.NeedsGrad(0) {
@@ -71,14 +71,28 @@ func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 	return out, nil
 }
 
+// mmAttrs[ta][tb] are MatMul's attrs with transpose_a = ta, transpose_b =
+// tb, boxed once.
+var mmAttrs = [2][2]any{
+	{forward.MatMulAttrs{}, forward.MatMulAttrs{TransposeB: true}},
+	{forward.MatMulAttrs{TransposeA: true}, forward.MatMulAttrs{TransposeA: true, TransposeB: true}},
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // mmBiasAddGradGrad is TensorFlow's _BiasAddGradGrad: BiasAddGrad is
 // linear, so the gradient of its input is the upstream gradient (one value
 // per channel) broadcast over the input's other dimensions.
 func mmBiasAddGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil || !n.NeedsGrad(0) {
-		return make([]registry.Value, 1), nil
+		return e.Values(1), nil
 	}
-	xs := shapeOf(n.Inputs()[0])
+	xs := n.Inputs()[0].Shape()
 	at := n.Attrs().(forward.BiasAddAttrs)
 	expanded := make([]int, len(xs))
 	for i := range expanded {
@@ -93,5 +107,5 @@ func mmBiasAddGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 	if !bcSameShape(expanded, xs) {
 		g = op1(e, "BroadcastTo", nil, g, e.Ints(xs...))
 	}
-	return only(1, 0, g), nil
+	return only(e, 1, 0, g), nil
 }

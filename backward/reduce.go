@@ -14,13 +14,13 @@ import (
 func init() {
 	registry.MustSetGradient("Sum", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil || !n.NeedsGrad(0) {
-			return make([]registry.Value, 2), nil
+			return e.Values(2), nil
 		}
-		return only(2, 0, redBroadcastBack(e, n, dy[0])), nil
+		return only(e, 2, 0, redBroadcastBack(e, n, dy[0])), nil
 	})
 	registry.MustSetGradient("Mean", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil || !n.NeedsGrad(0) {
-			return make([]registry.Value, 2), nil
+			return e.Values(2), nil
 		}
 		x, y := n.Inputs()[0], n.Outputs()[0]
 		// factor = |x| / max(|y|, 1), TensorFlow's _safe_shape_div. It is
@@ -33,7 +33,7 @@ func init() {
 			// TensorFlow's division after it, on fewer elements.
 			g = op1(e, "RealDiv", nil, g, e.Scalar(g.Dtype(), float64(factor)))
 		}
-		return only(2, 0, redBroadcastBack(e, n, g)), nil
+		return only(e, 2, 0, redBroadcastBack(e, n, g)), nil
 	})
 	registry.MustNotDifferentiable("tapegrad.ReducedShape")
 }
@@ -46,20 +46,32 @@ func redNumel(s []int) int {
 	return n
 }
 
+// redOnes returns n ones: a shared slice for the usual ranks (the caller
+// only reads it; a fresh one for each Emitter.Ints call would cost an
+// allocation).
+func redOnes(n int) []int {
+	if n <= len(allOnes) {
+		return allOnes[:n:n]
+	}
+	ones := make([]int, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return ones
+}
+
+var allOnes = [...]int{1, 1, 1, 1, 1, 1, 1, 1}
+
 // redBroadcastBack takes g of the shape of a Sum/Mean node's output to the
 // shape of its input: reshape to the keep-dims shape, then BroadcastTo.
 func redBroadcastBack(e registry.Emitter, n registry.Node, g registry.Value) registry.Value {
 	x, axes := n.Inputs()[0], n.Inputs()[1]
-	xs := shapeOf(x)
+	xs := x.Shape()
 	if gs := g.Shape(); len(gs) != len(xs) {
 		// keep_dims was false and some dimensions were dropped.
 		var ks registry.Value
 		if len(gs) == 0 { // everything was reduced
-			ones := make([]int, len(xs))
-			for i := range ones {
-				ones[i] = 1
-			}
-			ks = e.Ints(ones...)
+			ks = e.Ints(redOnes(len(xs))...)
 		} else {
 			ks = op1(e, "tapegrad.ReducedShape", nil, e.Ints(xs...), axes)
 		}

@@ -18,25 +18,25 @@ func init() {
 
 func shpReshapeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil || !n.NeedsGrad(0) {
-		return make([]registry.Value, 2), nil
+		return e.Values(2), nil
 	}
 	x := n.Inputs()[0]
-	return only(2, 0, op1(e, "Reshape", nil, dy[0], e.Ints(shapeOf(x)...))), nil
+	return only(e, 2, 0, op1(e, "Reshape", nil, dy[0], e.Ints(x.Shape()...))), nil
 }
 
 func shpTransposeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil || !n.NeedsGrad(0) {
-		return make([]registry.Value, 2), nil
+		return e.Values(2), nil
 	}
 	// The permutation is data, which gradient code never reads: its
 	// inverse is computed by an op, as TensorFlow does.
 	inv := op1(e, "InvertPermutation", nil, n.Inputs()[1])
-	return only(2, 0, op1(e, "Transpose", nil, dy[0], inv)), nil
+	return only(e, 2, 0, op1(e, "Transpose", nil, dy[0], inv)), nil
 }
 
 func shpFillGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if dy[0] == nil || !n.NeedsGrad(1) {
-		return make([]registry.Value, 2), nil
+		return e.Values(2), nil
 	}
 	g := dy[0]
 	if r := len(g.Shape()); r > 0 {
@@ -48,7 +48,7 @@ func shpFillGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]re
 	}
 	// TensorFlow also accepts a one-element vector as the value.
 	if v := n.Inputs()[1]; len(v.Shape()) != 0 {
-		g = op1(e, "Reshape", nil, g, e.Ints(shapeOf(v)...))
+		g = op1(e, "Reshape", nil, g, e.Ints(v.Shape()...))
 	}
-	return only(2, 1, g), nil
+	return only(e, 2, 1, g), nil
 }

@@ -1,7 +1,6 @@
 package backward
 
 import (
-	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -21,21 +20,21 @@ func init() {
 
 // smSumLast sums x over its last axis, keeping it (shape [..., 1]).
 func smSumLast(e registry.Emitter, x registry.Value) registry.Value {
-	return op1(e, "Sum", forward.SumAttrs{KeepDims: true}, x, e.Ints(len(x.Shape())-1))
+	return op1(e, "Sum", keepDims, x, e.Ints(len(x.Shape())-1))
 }
 
 // softmaxGrad: dx = (dy - Σ_last(dy * y)) * y, with y the op's output.
 func softmaxGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	y := n.Outputs()[0]
 	s := smSumLast(e, op1(e, "Mul", nil, dy[0], y))
-	return []registry.Value{op1(e, "Mul", nil, op1(e, "Sub", nil, dy[0], s), y)}, nil
+	return vals(e, op1(e, "Mul", nil, op1(e, "Sub", nil, dy[0], s), y)), nil
 }
 
 // logSoftmaxGrad: dx = dy - Σ_last(dy) * exp(y), with y the op's output.
 func logSoftmaxGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	y := n.Outputs()[0]
 	s := op1(e, "Mul", nil, smSumLast(e, dy[0]), op1(e, "Exp", nil, y))
-	return []registry.Value{op1(e, "Sub", nil, dy[0], s)}, nil
+	return vals(e, op1(e, "Sub", nil, dy[0], s)), nil
 }
 
 // smXentGradGrad is TensorFlow's second-order term of the cross-entropy
@@ -61,8 +60,13 @@ func smAdd(e registry.Emitter, a, b registry.Value) registry.Value {
 // smColumn reshapes the per-row gradient of the loss [batch] to
 // [batch, 1] (TensorFlow's expand_dims(grad_loss, -1)).
 func smColumn(e registry.Emitter, g registry.Value) registry.Value {
-	return op1(e, "Reshape", nil, g, e.Ints(g.Shape()[0], 1))
+	return op1(e, "Reshape", nil, g, e.Ints(smColumnShape...))
 }
+
+// smColumnShape is smColumn's target shape, [-1, 1] (the -1 inferred as
+// the batch): a package-level slice, as a fresh argument list for the
+// Emitter interface would be heap-allocated on each call.
+var smColumnShape = []int{-1, 1}
 
 // xentGrad is the gradient of SoftmaxCrossEntropyWithLogits(features,
 // labels) -> (loss, backprop):
@@ -90,10 +94,10 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	in := n.Inputs()
 	features, labels := in[0], in[1]
 	backprop := n.Outputs()[1]
-	full := shapeOf(backprop)
+	full := backprop.Shape()
 	// The features as the kernel saw them: [batch, classes].
 	fb := features
-	if !bcSameShape(shapeOf(features), full) && (n.NeedsGrad(1) && dy[0] != nil || n.NeedsGrad(0) && dy[1] != nil) {
+	if !bcSameShape(features.Shape(), full) && (n.NeedsGrad(1) && dy[0] != nil || n.NeedsGrad(0) && dy[1] != nil) {
 		fb = op1(e, "BroadcastTo", nil, features, e.Ints(full...))
 	}
 	var gf, gl, col registry.Value
@@ -107,7 +111,7 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 		if dy[1] != nil {
 			gf = smAdd(e, gf, smXentGradGrad(e, fb, dy[1]))
 		}
-		gf = sumToShape(e, gf, shapeOf(features))
+		gf = sumToShape(e, gf, features.Shape())
 	}
 	if n.NeedsGrad(1) {
 		if col != nil {
@@ -120,9 +124,9 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 				gl = op1(e, "Sub", nil, gl, dy[1])
 			}
 		}
-		gl = sumToShape(e, gl, shapeOf(labels))
+		gl = sumToShape(e, gl, labels.Shape())
 	}
-	return []registry.Value{gf, gl}, nil
+	return vals(e, gf, gl), nil
 }
 
 // sparseXentGrad is the gradient of SparseSoftmaxCrossEntropyWithLogits,
@@ -131,7 +135,7 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 // integer labels.
 func sparseXentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	if !n.NeedsGrad(0) {
-		return []registry.Value{nil, nil}, nil
+		return e.Values(2), nil
 	}
 	var gf registry.Value
 	if dy[0] != nil {
@@ -140,5 +144,5 @@ func sparseXentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([
 	if dy[1] != nil {
 		gf = smAdd(e, gf, smXentGradGrad(e, n.Inputs()[0], dy[1]))
 	}
-	return []registry.Value{gf, nil}, nil
+	return vals(e, gf, nil), nil
 }

@@ -64,14 +64,17 @@ func copyKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.De
 		return nil, err
 	}
 	tensorx.CopyData(out, in[0])
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func fillLike(v int) registry.Kernel {
 	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 		if v == 0 {
 			out, err := kc.Zeros(in[0].Dtype(), in[0].Shape()...)
-			return []*tensor.Dense{out}, err
+			if err != nil {
+				return nil, err
+			}
+			return kc.Results(out), nil
 		}
 		out, err := like(kc, in[0])
 		if err != nil {
@@ -89,7 +92,7 @@ func fillLike(v int) registry.Kernel {
 		case tensor.Bool:
 			fill(out.Bools(), true)
 		}
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 }
 
@@ -119,5 +122,5 @@ func addN[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([
 			dst[i] += v
 		}
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }

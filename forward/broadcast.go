@@ -25,22 +25,26 @@ const ewGrain = 1 << 14
 // broadcastShape returns the broadcast shape of a and b, or ok == false if
 // the shapes are incompatible.
 func broadcastShape(a, b []int) (out []int, ok bool) {
+	return appendBroadcastShape(nil, a, b)
+}
+
+// appendBroadcastShape appends the broadcast shape of a and b to dst.
+func appendBroadcastShape(dst, a, b []int) (out []int, ok bool) {
 	r := max(len(a), len(b))
-	out = make([]int, r)
 	for i := 0; i < r; i++ {
 		da, db := dimFromEnd(a, r-1-i), dimFromEnd(b, r-1-i)
 		switch {
 		case da == db:
-			out[i] = da
+			dst = append(dst, da)
 		case da == 1:
-			out[i] = db
+			dst = append(dst, db)
 		case db == 1:
-			out[i] = da
+			dst = append(dst, da)
 		default:
 			return nil, false
 		}
 	}
-	return out, true
+	return dst, true
 }
 
 // dimFromEnd returns s[len(s)-1-k], or 1 where s is too short (the
@@ -90,28 +94,41 @@ const (
 // neighbours with the same broadcast pattern merged) with each operand's
 // element strides (0 along the dimensions it is broadcast in).
 type bcastPlan struct {
-	out  []int // broadcast output shape
-	n    int   // output elements
-	kind bcastKind
-	rank int // collapsed rank (>= 1 unless n == 0)
-	dims [tensorx.MaxRank]int
-	sa   [tensorx.MaxRank]int
-	sb   [tensorx.MaxRank]int
+	outDims [tensorx.MaxRank]int // broadcast output shape (see out)
+	outRank int
+	n       int // output elements
+	kind    bcastKind
+	rank    int // collapsed rank (>= 1 unless n == 0)
+	dims    [tensorx.MaxRank]int
+	sa      [tensorx.MaxRank]int
+	sb      [tensorx.MaxRank]int
 }
+
+// out returns the broadcast output shape (p's own array: no allocation).
+func (p *bcastPlan) out() []int { return p.outDims[:p.outRank] }
 
 // newBcastPlan plans the broadcast of operand shapes a and b. It returns
 // ok == false if they are incompatible; an error for a result too large or
 // of too high a rank.
 func newBcastPlan(a, b []int) (p bcastPlan, ok bool, err error) {
-	out, ok := broadcastShape(a, b)
+	if max(len(a), len(b)) > tensorx.MaxRank {
+		out, ok := broadcastShape(a, b)
+		if !ok {
+			return p, false, nil
+		}
+		_, err := tensorx.Numel(out) // the rank error
+		return p, true, err
+	}
+	out, ok := appendBroadcastShape(p.outDims[:0], a, b)
 	if !ok {
 		return p, false, nil
 	}
+	p.outRank = len(out)
 	n, err := tensorx.Numel(out)
 	if err != nil {
 		return p, true, err
 	}
-	p.out, p.n = out, n
+	p.n = n
 	if n == 0 {
 		return p, true, nil
 	}
@@ -180,46 +197,48 @@ type binRows[T any] struct {
 // bcastRun computes out = f(a, b) elementwise under plan p, where f is
 // given by its inner loops. a and b hold the operands' elements (row-major,
 // in their own shapes), out the output's. Work is split across threads in
-// chunks whose bounds depend only on the shapes; nothing is allocated per
-// element.
+// chunks whose bounds depend only on the shapes; nothing is allocated when
+// it runs serially.
 func bcastRun[T any](threads int, p *bcastPlan, out, a, b []T, rows binRows[T]) {
-	n := p.n
-	if n == 0 {
+	if p.n == 0 {
 		return
 	}
+	// Work items: output elements, or rows of the output for the row kinds.
+	work, grain := p.n, ewGrain
+	if p.kind == bcastRowA || p.kind == bcastRowB {
+		work, grain = p.dims[0], max(1, ewGrain/p.dims[1])
+	}
+	if serial(threads, work, grain) {
+		bcastRange(p, out, a, b, rows, 0, work)
+		return
+	}
+	pc := *p // the closure's copy, so that p can stay on the caller's stack
+	parallel.For(threads, work, grain, func(lo, hi int) {
+		bcastRange(&pc, out, a, b, rows, lo, hi)
+	})
+}
+
+// bcastRange runs bcastRun's work items [lo, hi).
+func bcastRange[T any](p *bcastPlan, out, a, b []T, rows binRows[T], lo, hi int) {
 	switch p.kind {
 	case bcastSame:
-		parallel.For(threads, n, ewGrain, func(lo, hi int) {
-			rows.vv(out[lo:hi], a[lo:hi], b[lo:hi])
-		})
+		rows.vv(out[lo:hi], a[lo:hi], b[lo:hi])
 	case bcastScalarA:
-		s := a[0]
-		parallel.For(threads, n, ewGrain, func(lo, hi int) {
-			rows.sv(out[lo:hi], s, b[lo:hi])
-		})
+		rows.sv(out[lo:hi], a[0], b[lo:hi])
 	case bcastScalarB:
-		s := b[0]
-		parallel.For(threads, n, ewGrain, func(lo, hi int) {
-			rows.vs(out[lo:hi], a[lo:hi], s)
-		})
+		rows.vs(out[lo:hi], a[lo:hi], b[0])
 	case bcastRowA, bcastRowB:
 		inner := p.dims[1]
-		outer := p.dims[0]
-		rowA := p.kind == bcastRowA
-		parallel.For(threads, outer, max(1, ewGrain/inner), func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				o := out[r*inner : (r+1)*inner]
-				if rowA {
-					rows.vv(o, a[:inner], b[r*inner:(r+1)*inner])
-				} else {
-					rows.vv(o, a[r*inner:(r+1)*inner], b[:inner])
-				}
+		for r := lo; r < hi; r++ {
+			o := out[r*inner : (r+1)*inner]
+			if p.kind == bcastRowA {
+				rows.vv(o, a[:inner], b[r*inner:(r+1)*inner])
+			} else {
+				rows.vv(o, a[r*inner:(r+1)*inner], b[:inner])
 			}
-		})
+		}
 	default:
-		parallel.For(threads, n, ewGrain, func(lo, hi int) {
-			bcastStrided(p, out, a, b, lo, hi, rows)
-		})
+		bcastStrided(p, out, a, b, lo, hi, rows)
 	}
 }
 

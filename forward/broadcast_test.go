@@ -196,8 +196,8 @@ func TestBcastRunGrid(t *testing.T) {
 		if !ok || err != nil {
 			t.Fatalf("%v vs %v: plan ok=%v err=%v", as, bs, ok, err)
 		}
-		if !tensorx.SameShape(p.out, wantShape) {
-			t.Fatalf("%v vs %v: out shape %v, want %v", as, bs, p.out, wantShape)
+		if !tensorx.SameShape(p.out(), wantShape) {
+			t.Fatalf("%v vs %v: out shape %v, want %v", as, bs, p.out(), wantShape)
 		}
 		if p.n > 0 {
 			seen[p.kind] = true

@@ -320,8 +320,10 @@ func fpSeqVector(op, name string, d *tensor.Dense) ([]int64, error) {
 }
 
 // fpSeqInput returns the first need entries of a pooling-sequence input,
-// which must be an int64 vector of at least need entries.
-func fpSeqInput(op, name string, d *tensor.Dense, need int, context string) ([]int64, error) {
+// which must be an int64 vector of at least need entries. context gives
+// the error message's context (a function: formatting it on every call
+// would allocate).
+func fpSeqInput(op, name string, d *tensor.Dense, need int, context func() string) ([]int64, error) {
 	s, err := fpSeqVector(op, name, d)
 	if err != nil {
 		return nil, err
@@ -332,7 +334,7 @@ func fpSeqInput(op, name string, d *tensor.Dense, need int, context string) ([]i
 			short = "col_seq_tensor"
 		}
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: %s, %s must have at least %d elements, but got %d",
-			op, context, short, need, len(s))
+			op, context(), short, need, len(s))
 	}
 	return s[:need], nil
 }
@@ -452,35 +454,45 @@ func fpAvgPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, 
 // parallel. Cells of at most fpMaxFused pixels are combined in one pass
 // over the channels.
 func fpPool[T fpNum](threads int, x []T, n, h, w, c int, rows, cols []int64, overlapping, isMax bool, out []T) {
+	oh := len(rows) - 1
+	if grain := fpGrain(h*w*c/oh + 1); serial(threads, n*oh, grain) {
+		fpPoolRows(x, h, w, c, rows, cols, overlapping, isMax, out, 0, n*oh)
+	} else {
+		parallel.For(threads, n*oh, grain, func(lo, hi int) {
+			fpPoolRows(x, h, w, c, rows, cols, overlapping, isMax, out, lo, hi)
+		})
+	}
+}
+
+// fpPoolRows does fpPool's rows of cells [lo, hi) (row i of image i/oh).
+func fpPoolRows[T fpNum](x []T, h, w, c int, rows, cols []int64, overlapping, isMax bool, out []T, lo, hi int) {
 	oh, ow := len(rows)-1, len(cols)-1
-	parallel.For(threads, n*oh, fpGrain(h*w*c/oh+1), func(lo, hi int) {
-		var offs [fpMaxFused]int
-		for i := lo; i < hi; i++ {
-			b, a := i/oh, i%oh
-			r0, r1 := fpCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpCell(cols, j, w, overlapping)
-				dst := out[(i*ow+j)*c:][:c]
-				cnt := max(0, int(r1-r0+1)*int(c1-c0+1))
-				fused := cnt <= fpMaxFused
-				if fused {
-					fpCellOffsets(offs[:cnt], b, h, w, c, r0, r1, c0, c1)
-				}
-				switch {
-				case isMax && fused:
-					fpMaxCell(dst, x, offs[:cnt])
-				case isMax:
-					fpMaxCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
-				case fused:
-					fpSumCell(dst, x, offs[:cnt])
-					fpDivide(dst, cnt)
-				default:
-					fpSumCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
-					fpDivide(dst, cnt)
-				}
+	var offs [fpMaxFused]int
+	for i := lo; i < hi; i++ {
+		b, a := i/oh, i%oh
+		r0, r1 := fpCell(rows, a, h, overlapping)
+		for j := 0; j < ow; j++ {
+			c0, c1 := fpCell(cols, j, w, overlapping)
+			dst := out[(i*ow+j)*c:][:c]
+			cnt := max(0, int(r1-r0+1)*int(c1-c0+1))
+			fused := cnt <= fpMaxFused
+			if fused {
+				fpCellOffsets(offs[:cnt], b, h, w, c, r0, r1, c0, c1)
+			}
+			switch {
+			case isMax && fused:
+				fpMaxCell(dst, x, offs[:cnt])
+			case isMax:
+				fpMaxCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
+			case fused:
+				fpSumCell(dst, x, offs[:cnt])
+				fpDivide(dst, cnt)
+			default:
+				fpSumCellLarge(dst, x, b, h, w, c, r0, r1, c0, c1)
+				fpDivide(dst, cnt)
 			}
 		}
-	})
+	}
 }
 
 // fpMaxFused is the largest cell whose elements are combined in one pass
@@ -659,7 +671,7 @@ func fpForwardKernel[T fpNum](kc *registry.KernelCtx, op, kind string, isMax boo
 		return nil, err
 	}
 	fpPool(kc.NumThreads(), data[T](x), n, h, w, c, data[int64](rows), data[int64](cols), a.Overlapping, isMax, data[T](out))
-	return []*tensor.Dense{out, rows, cols}, nil
+	return kc.Results(out, rows, cols), nil
 }
 
 // fpForwardOutputs allocates the outputs of FractionalAvgPool or
@@ -714,7 +726,7 @@ func fpAvgSeqKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Den
 			ow = len(s) - 1
 		}
 	}
-	ctx := fmt.Sprintf("given output size %dx%d", oh, ow)
+	ctx := func() string { return fmt.Sprintf("given output size %dx%d", oh, ow) }
 	rows, err := fpSeqInput(op, "row_pooling_sequence", in[1], oh+1, ctx)
 	if err != nil {
 		return nil, err
@@ -731,7 +743,7 @@ func fpAvgSeqKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Den
 		return nil, err
 	}
 	fpAvgPool(kc.NumThreads(), data[T](x), n, h, w, c, rows, cols, a.Overlapping, data[T](out))
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // ---------------------------------------------------------------------
@@ -758,7 +770,7 @@ func fpAvgGradCheck(in []*tensor.Dense, overlapping bool) (shape [4]int, rows, c
 		}
 	}
 	_, oh, ow, _ := fpDims4(dy)
-	ctx := fmt.Sprintf("Given out_backprop shape %v", dy.Shape())
+	ctx := func() string { return fmt.Sprintf("Given out_backprop shape %v", dy.Shape()) }
 	if rows, err = fpSeqInput(op, "row_pooling_sequence", in[2], oh+1, ctx); err != nil {
 		return shape, nil, nil, err
 	}
@@ -834,12 +846,12 @@ func fpAvgGradKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.De
 	clear(o[nd*h*w*c:])
 	if !a.Overlapping {
 		fpAvgGradDisjoint(kc.NumThreads(), dy, o, nd, h, w, c, rows, cols)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if err := fpAvgGradOverlap(kc, dy, o, nd, h, w, c, rows, cols); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // fpAvgGradDisjoint is FractionalAvgPoolGrad without overlapping: the
@@ -848,35 +860,45 @@ func fpAvgGradKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.De
 // converted to T, and is written once; positions outside every cell get 0.
 // Rows of cells are independent and run in parallel.
 func fpAvgGradDisjoint[T fpNum](threads int, dy, o []T, nd, h, w, c int, rows, cols []int64) {
+	oh := len(rows) - 1
+	if grain := fpGrain(h*w*c/oh + 1); serial(threads, nd*oh, grain) {
+		fpAvgGradDisjointRows(dy, o, h, w, c, rows, cols, 0, nd*oh)
+	} else {
+		parallel.For(threads, nd*oh, grain, func(lo, hi int) {
+			fpAvgGradDisjointRows(dy, o, h, w, c, rows, cols, lo, hi)
+		})
+	}
+}
+
+// fpAvgGradDisjointRows does fpAvgGradDisjoint's rows of cells [lo, hi).
+func fpAvgGradDisjointRows[T fpNum](dy, o []T, h, w, c int, rows, cols []int64, lo, hi int) {
 	oh, ow := len(rows)-1, len(cols)-1
 	cFirst, _ := fpCell(cols, 0, w, false)
 	_, cLast := fpCell(cols, ow-1, w, false)
-	parallel.For(threads, nd*oh, fpGrain(h*w*c/oh+1), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			b, a := i/oh, i%oh
-			img := o[b*h*w*c : (b+1)*h*w*c]
-			r0, r1 := fpCell(rows, a, h, false)
-			if a == 0 {
-				clear(img[:int(r0)*w*c])
-			}
-			if a == oh-1 {
-				clear(img[int(r1+1)*w*c:])
-			}
-			for r := int(r0); r <= int(r1); r++ {
-				row := img[r*w*c : (r+1)*w*c]
-				clear(row[:int(cFirst)*c])
-				clear(row[int(cLast+1)*c:])
-				for j := 0; j < ow; j++ {
-					c0, c1 := fpCell(cols, j, w, false)
-					cnt := int(r1-r0+1) * int(c1-c0+1)
-					src := dy[(i*ow+j)*c:][:c]
-					for cc := int(c0); cc <= int(c1); cc++ {
-						fpSpreadTo(row[cc*c:][:c], src, cnt)
-					}
+	for i := lo; i < hi; i++ {
+		b, a := i/oh, i%oh
+		img := o[b*h*w*c : (b+1)*h*w*c]
+		r0, r1 := fpCell(rows, a, h, false)
+		if a == 0 {
+			clear(img[:int(r0)*w*c])
+		}
+		if a == oh-1 {
+			clear(img[int(r1+1)*w*c:])
+		}
+		for r := int(r0); r <= int(r1); r++ {
+			row := img[r*w*c : (r+1)*w*c]
+			clear(row[:int(cFirst)*c])
+			clear(row[int(cLast+1)*c:])
+			for j := 0; j < ow; j++ {
+				c0, c1 := fpCell(cols, j, w, false)
+				cnt := int(r1-r0+1) * int(c1-c0+1)
+				src := dy[(i*ow+j)*c:][:c]
+				for cc := int(c0); cc <= int(c1); cc++ {
+					fpSpreadTo(row[cc*c:][:c], src, cnt)
 				}
 			}
 		}
-	})
+	}
 }
 
 // fpAvgGradOverlap is FractionalAvgPoolGrad with overlapping cells: every
@@ -1191,7 +1213,7 @@ func fpMaxGradCheck(op string, in []*tensor.Dense, overlapping bool) (rows, cols
 		return nil, nil, registry.Errorf(registry.ErrShape, "%s: %s must have shape %v, got %v", op, gname, want, g.Shape())
 	}
 	_, oh, ow, _ := fpDims4(y)
-	ctx := fmt.Sprintf("Given orig_output shape %v", ys)
+	ctx := func() string { return fmt.Sprintf("Given orig_output shape %v", ys) }
 	if rows, err = fpSeqInput(op, "row_pooling_sequence", in[3], oh+1, ctx); err != nil {
 		return nil, nil, err
 	}
@@ -1301,7 +1323,7 @@ func fpMaxGradKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.De
 	if err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func fpMaxGradGradKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -1323,5 +1345,5 @@ func fpMaxGradGradKernel[T fpNum](kc *registry.KernelCtx, attrs any, in []*tenso
 	if err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }

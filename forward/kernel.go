@@ -41,3 +41,10 @@ func sameDtype(op string, dt tensor.Dtype, in []*tensor.Dense) error {
 // kernel dispatch (it panics on a mismatch, which Run reports as an
 // internal error).
 func data[T tensorx.Elem](d *tensor.Dense) []T { return tensorx.MustSlice[T](d) }
+
+// serial reports whether parallel.For(threads, n, grain, fn) would run fn
+// on the caller's goroutine alone (one thread, or a single chunk). Hot
+// kernels test it and call their loop directly: a closure handed to
+// parallel.For escapes to the heap, an allocation per op even when the
+// loop then runs serially.
+func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain, 1) }

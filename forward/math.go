@@ -3,6 +3,7 @@ package forward
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/chewxy/math32"
 	"gorgonia.org/tensor"
@@ -89,9 +90,9 @@ func init() {
 		Doc:    "output = input broadcast to shape (a 1-D int32 or int64 tensor), NumPy rules",
 		Inputs: args("input", "shape"), Outputs: args("output"),
 		Kernels: map[tensor.Dtype]registry.Kernel{
-			tensor.Float32: broadcastToKernel[float32], tensor.Float64: broadcastToKernel[float64],
-			tensor.Int32: broadcastToKernel[int32], tensor.Int64: broadcastToKernel[int64],
-			tensor.Bool: broadcastToKernel[bool],
+			tensor.Float32: broadcastToKernel(copyRows[float32]()), tensor.Float64: broadcastToKernel(copyRows[float64]()),
+			tensor.Int32: broadcastToKernel(copyRows[int32]()), tensor.Int64: broadcastToKernel(copyRows[int64]()),
+			tensor.Bool: broadcastToKernel(copyRows[bool]()),
 		},
 		Samples: broadcastToSamples})
 	registry.MustRegister(&registry.OpDef{Name: "Cast",
@@ -128,12 +129,12 @@ func binaryKernel[T tensorx.Float](op string, rows binRows[T]) registry.Kernel {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		out, err := kc.Output(x.Dtype(), p.out...)
+		out, err := kc.Output(x.Dtype(), p.out()...)
 		if err != nil {
 			return nil, err
 		}
 		bcastRun(kc.NumThreads(), &p, data[T](out), data[T](x), data[T](y), rows)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 }
 
@@ -258,10 +259,14 @@ func unaryKernel[T tensorx.Float](op ewUnaryOp) registry.Kernel {
 			return nil, err
 		}
 		x, o := data[T](in[0]), data[T](out)
-		parallel.For(kc.NumThreads(), len(x), ewGrain, func(lo, hi int) {
-			unaryLoop(op, o[lo:hi], x[lo:hi])
-		})
-		return []*tensor.Dense{out}, nil
+		if threads := kc.NumThreads(); serial(threads, len(x), ewGrain) {
+			unaryLoop(op, o, x)
+		} else {
+			parallel.For(threads, len(x), ewGrain, func(lo, hi int) {
+				unaryLoop(op, o[lo:hi], x[lo:hi])
+			})
+		}
+		return kc.Results(out), nil
 	}
 }
 
@@ -406,10 +411,14 @@ func gradKernel[T tensorx.Float](op string, g ewGradOp) registry.Kernel {
 			return nil, err
 		}
 		x, y, o := data[T](a), data[T](b), data[T](out)
-		parallel.For(kc.NumThreads(), len(o), ewGrain, func(lo, hi int) {
-			gradLoop(g, o[lo:hi], x[lo:hi], y[lo:hi])
-		})
-		return []*tensor.Dense{out}, nil
+		if threads := kc.NumThreads(); serial(threads, len(o), ewGrain) {
+			gradLoop(g, o, x, y)
+		} else {
+			parallel.For(threads, len(o), ewGrain, func(lo, hi int) {
+				gradLoop(g, o[lo:hi], x[lo:hi], y[lo:hi])
+			})
+		}
+		return kc.Results(out), nil
 	}
 }
 
@@ -468,45 +477,54 @@ func gradLoop[T tensorx.Float](g ewGradOp, out, a, b []T) {
 // ---------------------------------------------------------------------------
 // BroadcastTo.
 
-// broadcastToKernel implements BroadcastTo for element type T: the input is
-// broadcast (NumPy rules) to the shape given by input 1, which must be
-// exactly the broadcast result.
-func broadcastToKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	x, st := in[0], in[1]
-	target, err := shapeInput("BroadcastTo", st)
-	if err != nil {
-		return nil, err
-	}
-	xs := x.Shape()
-	if tensorx.SameShape(xs, target) {
-		out, err := like(kc, x)
+// broadcastToKernel returns the kernel of BroadcastTo for element type T
+// (rows are copyRows[T]()): the input is broadcast (NumPy rules) to the
+// shape given by input 1, which must be exactly the broadcast result.
+func broadcastToKernel[T tensorx.Elem](rows binRows[T]) registry.Kernel {
+	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		x, st := in[0], in[1]
+		var buf [tensorx.MaxRank]int
+		target, err := shapeInput(buf[:0], "BroadcastTo", st)
 		if err != nil {
 			return nil, err
 		}
-		tensorx.CopyData(out, x)
-		return []*tensor.Dense{out}, nil
+		xs := x.Shape()
+		if tensorx.SameShape(xs, target) {
+			out, err := like(kc, x)
+			if err != nil {
+				return nil, err
+			}
+			tensorx.CopyData(out, x)
+			return kc.Results(out), nil
+		}
+		if len(xs) > len(target) {
+			return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Rank of input (%d) must be no greater than rank of output shape (%d)", len(xs), len(target))
+		}
+		p, ok, err := newBcastPlan(xs, target)
+		if !ok {
+			return nil, bcastShapeError("BroadcastTo", xs, target)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("BroadcastTo: %w", err)
+		}
+		if !tensorx.SameShape(p.out(), target) {
+			return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Unable to broadcast tensor of shape %s to tensor of shape %s", shapeDebugString(xs), shapeDebugString(target))
+		}
+		out, err := kc.Output(x.Dtype(), target...)
+		if err != nil {
+			return nil, err
+		}
+		o := data[T](out)
+		// The second operand has the output's shape and is never read: the
+		// output itself stands in for it.
+		bcastRun(kc.NumThreads(), &p, o, data[T](x), o, rows)
+		return kc.Results(out), nil
 	}
-	if len(xs) > len(target) {
-		return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Rank of input (%d) must be no greater than rank of output shape (%d)", len(xs), len(target))
-	}
-	p, ok, err := newBcastPlan(xs, target)
-	if !ok {
-		return nil, bcastShapeError("BroadcastTo", xs, target)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("BroadcastTo: %w", err)
-	}
-	if !tensorx.SameShape(p.out, target) {
-		return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Unable to broadcast tensor of shape %s to tensor of shape %s", shapeDebugString(xs), shapeDebugString(target))
-	}
-	out, err := kc.Output(x.Dtype(), target...)
-	if err != nil {
-		return nil, err
-	}
-	o := data[T](out)
-	// The second operand has the output's shape and is never read: the
-	// output itself stands in for it.
-	bcastRun(kc.NumThreads(), &p, o, data[T](x), o, binRows[T]{
+}
+
+// copyRows are BroadcastTo's inner loops: out = a, b ignored.
+func copyRows[T tensorx.Elem]() binRows[T] {
+	return binRows[T]{
 		vv: func(o, a, _ []T) { copy(o, a) },
 		sv: func(o []T, a T, _ []T) {
 			for i := range o {
@@ -514,26 +532,25 @@ func broadcastToKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tens
 			}
 		},
 		vs: func(o, a []T, _ T) { copy(o, a) },
-	})
-	return []*tensor.Dense{out}, nil
+	}
 }
 
-// shapeInput reads a shape from a 1-D int32 or int64 tensor and checks that
-// its dimensions are non-negative.
-func shapeInput(op string, st *tensor.Dense) ([]int, error) {
+// shapeInput reads a shape from a 1-D int32 or int64 tensor, appending it
+// to dst, and checks that its dimensions are non-negative.
+func shapeInput(dst []int, op string, st *tensor.Dense) ([]int, error) {
 	if st.Dtype() != tensor.Int32 && st.Dtype() != tensor.Int64 {
 		return nil, registry.Errorf(registry.ErrDtype, "%s: shape must be an int32 or int64 tensor, got %v", op, st.Dtype())
 	}
 	if len(st.Shape()) != 1 {
 		return nil, registry.Errorf(registry.ErrShape, "%s: shape must be a vector of {int32,int64}, got shape %s", op, shapeDebugString(st.Shape()))
 	}
-	dims, err := tensorx.Ints(st)
+	dims, err := tensorx.AppendInts(dst, st)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	for _, d := range dims {
 		if d < 0 {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (shape %v)", op, d, dims)
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (shape %v)", op, d, slices.Clone(dims))
 		}
 	}
 	if _, err := tensorx.Numel(dims); err != nil {
@@ -594,7 +611,7 @@ func castKernel[S tensorx.Elem](kc *registry.KernelCtx, attrs any, in []*tensor.
 	case tensor.Bool:
 		castInto(data[bool](out), src, false)
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // ewNumber is the set of numeric element types.
@@ -739,7 +756,7 @@ func l2LossKernel[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.D
 		return nil, err
 	}
 	data[T](out)[0] = T(sum / 2)
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func sumSquares[T tensorx.Float](x []T) float64 {

@@ -98,7 +98,7 @@ func matMulKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	}
 	matmulInto(kc.NumThreads(), at.TransposeA, at.TransposeB, m, n, k,
 		data[T](a), as[1], data[T](b), bs[1], data[T](out), n)
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // matmulInto computes c = op(a)·op(b) for row-major matrices with row
@@ -165,7 +165,7 @@ func biasAddKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*ten
 	}
 	src, dst, bias := data[T](x), data[T](out), data[T](bt)
 	if len(dst) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	// The tensor is [outer, C, inner]: inner == 1 for NHWC.
 	inner := 1
@@ -174,29 +174,37 @@ func biasAddKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*ten
 	}
 	rows := len(dst) / inner // (outer, c) pairs
 	grain := max(1, shpGrain/inner)
-	parallel.For(kc.NumThreads(), rows, grain, func(lo, hi int) {
-		if inner == 1 {
-			// Rows of C channels, possibly starting mid-row.
-			for i := lo; i < hi; {
-				c := i % C
-				n := min(C-c, hi-i)
-				s, d, bb := src[i:i+n], dst[i:i+n], bias[c:c+n]
-				for q := range d {
-					d[q] = s[q] + bb[q]
-				}
-				i += n
-			}
-			return
-		}
-		for r := lo; r < hi; r++ {
-			bv := bias[r%C]
-			s, d := src[r*inner:(r+1)*inner], dst[r*inner:(r+1)*inner]
+	if threads := kc.NumThreads(); serial(threads, rows, grain) {
+		biasAddRows(src, dst, bias, C, inner, 0, rows)
+	} else {
+		parallel.For(threads, rows, grain, func(lo, hi int) { biasAddRows(src, dst, bias, C, inner, lo, hi) })
+	}
+	return kc.Results(out), nil
+}
+
+// biasAddRows adds the bias to the rows [lo, hi) of src viewed as
+// [outer·C, inner] (row r has channel r % C), into dst.
+func biasAddRows[T tensorx.Float](src, dst, bias []T, C, inner, lo, hi int) {
+	if inner == 1 {
+		// Rows of C channels, possibly starting mid-row.
+		for i := lo; i < hi; {
+			c := i % C
+			n := min(C-c, hi-i)
+			s, d, bb := src[i:i+n], dst[i:i+n], bias[c:c+n]
 			for q := range d {
-				d[q] = s[q] + bv
+				d[q] = s[q] + bb[q]
 			}
+			i += n
 		}
-	})
-	return []*tensor.Dense{out}, nil
+		return
+	}
+	for r := lo; r < hi; r++ {
+		bv := bias[r%C]
+		s, d := src[r*inner:(r+1)*inner], dst[r*inner:(r+1)*inner]
+		for q := range d {
+			d[q] = s[q] + bv
+		}
+	}
 }
 
 func biasAddGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -219,5 +227,5 @@ func biasAddGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []
 	if err := redInto[T, float64](kc, data[T](g), newRedPlan(gs, bitmap), data[T](out), false); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }

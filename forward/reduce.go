@@ -92,7 +92,8 @@ func redAxes(op string, rank int, at *tensor.Dense) ([tensorx.MaxRank]bool, erro
 	if r := len(at.Shape()); r > 1 {
 		return bitmap, registry.Errorf(registry.ErrShape, "%s: reduction_indices must be a scalar or a vector: Shape must be at most rank 1 but is rank %d", op, r)
 	}
-	axes, err := shpIndexInput(op, 1, at)
+	var buf [tensorx.MaxRank]int
+	axes, err := shpIndexInput(buf[:0], op, 1, at)
 	if err != nil {
 		return bitmap, err
 	}
@@ -139,9 +140,10 @@ func newRedPlan(shape []int, bitmap [tensorx.MaxRank]bool) redPlan {
 	return p
 }
 
-// redOutShape is the output shape of reducing shape over bitmap.
-func redOutShape(shape []int, bitmap [tensorx.MaxRank]bool, keepDims bool) []int {
-	out := make([]int, 0, len(shape))
+// redOutShape appends to dst the output shape of reducing shape over
+// bitmap.
+func redOutShape(dst, shape []int, bitmap [tensorx.MaxRank]bool, keepDims bool) []int {
+	out := dst
 	for i, d := range shape {
 		switch {
 		case !bitmap[i]:
@@ -162,14 +164,15 @@ func reduceKernel[T, A redNum](op string, mean bool) registry.Kernel {
 		if err != nil {
 			return nil, err
 		}
-		out, err := kc.Output(x.Dtype(), redOutShape(shape, bitmap, at.KeepDims)...)
+		var sbuf [tensorx.MaxRank]int
+		out, err := kc.Output(x.Dtype(), redOutShape(sbuf[:0], shape, bitmap, at.KeepDims)...)
 		if err != nil {
 			return nil, err
 		}
 		if err := redInto[T, A](kc, data[T](x), newRedPlan(shape, bitmap), data[T](out), mean); err != nil {
 			return nil, err
 		}
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 }
 
@@ -247,29 +250,54 @@ func redInto[T, A redNum](kc *registry.KernelCtx, src []T, p redPlan, out []T, m
 			n--
 		}
 	}
+	// The elementwise passes below run serially without a closure (which
+	// would cost an allocation) when they fit one chunk.
+	one := serial(threads, len(out), redGrain)
 	if cur == nil { // nothing to reduce: a copy
-		parallel.For(threads, len(out), redGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				final[i] = A(src[i])
-			}
-		})
+		if one {
+			redConvert(final, src[:len(out)])
+		} else {
+			parallel.For(threads, len(out), redGrain, func(lo, hi int) {
+				redConvert(final[lo:hi], src[lo:hi])
+			})
+		}
 	}
 	switch {
 	case mean:
 		c := A(p.count)
-		parallel.For(threads, len(out), redGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out[i] = T(final[i] / c) // float only: 0/0 is NaN
-			}
-		})
+		if one {
+			redDivide(out, final, c)
+		} else {
+			parallel.For(threads, len(out), redGrain, func(lo, hi int) {
+				redDivide(out[lo:hi], final[lo:hi], c)
+			})
+		}
 	case !direct:
-		parallel.For(threads, len(out), redGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out[i] = T(final[i])
-			}
-		})
+		if one {
+			redConvert(out, final)
+		} else {
+			parallel.For(threads, len(out), redGrain, func(lo, hi int) {
+				redConvert(out[lo:hi], final[lo:hi])
+			})
+		}
 	}
 	return nil
+}
+
+// redConvert sets dst[i] = D(src[i]).
+func redConvert[D, S redNum](dst []D, src []S) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = D(v)
+	}
+}
+
+// redDivide sets out[i] = T(sums[i] / c) (float only: 0/0 is NaN).
+func redDivide[T, A redNum](out []T, sums []A, c A) {
+	sums = sums[:len(out)]
+	for i, v := range sums {
+		out[i] = T(v / c)
+	}
 }
 
 // redMiddle sums src viewed as [P, R, Q] over its middle axis into dst
@@ -315,23 +343,40 @@ func redMiddle[S, A redNum](kc *registry.KernelCtx, src []S, dst []A, P, R, Q in
 	}
 	if Q == 1 {
 		grain := max(1, redGrain/R)
-		parallel.For(threads, P, grain, func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				dst[p] = redSumContig[S, A](src[p*R : (p+1)*R])
-			}
-		})
+		if serial(threads, P, grain) {
+			redLastAxis(src, dst, R, 0, P)
+		} else {
+			parallel.For(threads, P, grain, func(lo, hi int) { redLastAxis(src, dst, R, lo, hi) })
+		}
 		return nil
 	}
 	grain := max(1, redGrain/(R*qb))
-	parallel.For(threads, P*nqb, grain, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			p, q0 := t/nqb, (t%nqb)*qb
-			q1 := min(q0+qb, Q)
-			base := p * R * Q
-			redRows(src[base+q0:base+(R-1)*Q+q1], dst[p*Q+q0:p*Q+q1], R, Q)
-		}
-	})
+	if serial(threads, P*nqb, grain) {
+		redBlocks(src, dst, R, Q, qb, 0, P*nqb)
+	} else {
+		parallel.For(threads, P*nqb, grain, func(lo, hi int) { redBlocks(src, dst, R, Q, qb, lo, hi) })
+	}
 	return nil
+}
+
+// redLastAxis sums the rows p in [lo, hi) of src viewed as [P, R] into
+// dst[p].
+func redLastAxis[S, A redNum](src []S, dst []A, R, lo, hi int) {
+	for p := lo; p < hi; p++ {
+		dst[p] = redSumContig[S, A](src[p*R : (p+1)*R])
+	}
+}
+
+// redBlocks does redMiddle's tasks [lo, hi): task t sums a block of up to
+// qb columns of one [R, Q] slice of src over its R rows.
+func redBlocks[S, A redNum](src []S, dst []A, R, Q, qb, lo, hi int) {
+	nqb := (Q + qb - 1) / qb
+	for t := lo; t < hi; t++ {
+		p, q0 := t/nqb, (t%nqb)*qb
+		q1 := min(q0+qb, Q)
+		base := p * R * Q
+		redRows(src[base+q0:base+(R-1)*Q+q1], dst[p*Q+q0:p*Q+q1], R, Q)
+	}
 }
 
 // redRows sets d[i] to the sum over r < rows of src[r*stride+i]: the
@@ -382,7 +427,8 @@ func reducedShapeKernel[T int32 | int64](kc *registry.KernelCtx, _ any, in []*te
 	if len(at.Shape()) > 1 {
 		return nil, registry.Errorf(registry.ErrShape, "%s: axes must be a scalar or a vector, got shape %s", op, shpDebug(at.Shape()))
 	}
-	axes, err := shpIndexInput(op, 1, at)
+	var buf [tensorx.MaxRank]int
+	axes, err := shpIndexInput(buf[:0], op, 1, at)
 	if err != nil {
 		return nil, err
 	}
@@ -403,5 +449,5 @@ func reducedShapeKernel[T int32 | int64](kc *registry.KernelCtx, _ any, in []*te
 		}
 		o[a] = 1
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,12 +99,13 @@ func shpDtypeError(op string, input int, want string, got tensor.Dtype) error {
 		op, op, input, want, shpTFDtype(got))
 }
 
-// shpIndexInput reads an int32 or int64 input (shape, perm, axes) as []int.
-func shpIndexInput(op string, input int, t *tensor.Dense) ([]int, error) {
+// shpIndexInput reads an int32 or int64 input (shape, perm, axes) as []int,
+// appended to dst (a stack buffer of the caller's).
+func shpIndexInput(dst []int, op string, input int, t *tensor.Dense) ([]int, error) {
 	if t.Dtype() != tensor.Int32 && t.Dtype() != tensor.Int64 {
 		return nil, shpDtypeError(op, input, "int32 or int64", t.Dtype())
 	}
-	v, err := tensorx.Ints(t)
+	v, err := tensorx.AppendInts(dst, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -116,8 +118,8 @@ func shpIndexInput(op string, input int, t *tensor.Dense) ([]int, error) {
 // reshapeOutShape computes Reshape's output shape as TensorFlow's kernel
 // does: at most one -1 (inferred), other sizes non-negative, and the
 // element count preserved. Zero sizes are left out of the product so that
-// the -1 can still be inferred next to them.
-func reshapeOutShape(in []int, sizes []int) ([]int, error) {
+// the -1 can still be inferred next to them. The shape is appended to dst.
+func reshapeOutShape(dst, in, sizes []int) ([]int, error) {
 	n, err := tensorx.Numel(in)
 	if err != nil {
 		return nil, fmt.Errorf("Reshape: %w", err)
@@ -125,7 +127,11 @@ func reshapeOutShape(in []int, sizes []int) ([]int, error) {
 	if len(sizes) > tensorx.MaxRank {
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "Reshape: shape has %d dimensions, more than the maximum %d", len(sizes), tensorx.MaxRank)
 	}
-	out := make([]int, len(sizes))
+	out := dst
+	for range sizes {
+		out = append(out, 0)
+	}
+	out = out[len(dst):]
 	unknown := -1
 	product := 1
 	sizesHaveZero := false
@@ -144,7 +150,7 @@ func reshapeOutShape(in []int, sizes []int) ([]int, error) {
 			sizesHaveZero = true
 		default:
 			if product > (1<<62)/s {
-				return nil, registry.Errorf(registry.ErrInvalidArgument, "Reshape: requested shape %v has too many elements", sizes)
+				return nil, registry.Errorf(registry.ErrInvalidArgument, "Reshape: requested shape %v has too many elements", slices.Clone(sizes))
 			}
 			out[d] = s
 			product *= s
@@ -184,11 +190,12 @@ func reshapeKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor
 	if r := len(st.Shape()); r > 1 {
 		return nil, registry.Errorf(registry.ErrShape, "Reshape: sizes input must be 1-D, not %s", shpDebug(st.Shape()))
 	}
-	sizes, err := shpIndexInput("Reshape", 1, st)
+	var sbuf, obuf [tensorx.MaxRank]int
+	sizes, err := shpIndexInput(sbuf[:0], "Reshape", 1, st)
 	if err != nil {
 		return nil, err
 	}
-	shape, err := reshapeOutShape(x.Shape(), sizes)
+	shape, err := reshapeOutShape(obuf[:0], x.Shape(), sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -197,19 +204,19 @@ func reshapeKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor
 		return nil, err
 	}
 	tensorx.CopyData(out, x)
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // ---------------------------------------------------------------------------
 // Transpose.
 
 // transposePerm validates perm for a tensor of the given rank, with
-// TensorFlow's messages.
-func transposePerm(rank int, pt *tensor.Dense) ([]int, error) {
+// TensorFlow's messages. perm is appended to dst.
+func transposePerm(dst []int, rank int, pt *tensor.Dense) ([]int, error) {
 	if len(pt.Shape()) != 1 {
 		return nil, registry.Errorf(registry.ErrShape, "Transpose: perm must be rank 1, got shape %s", shpDebug(pt.Shape()))
 	}
-	perm, err := shpIndexInput("Transpose", 1, pt)
+	perm, err := shpIndexInput(dst, "Transpose", 1, pt)
 	if err != nil {
 		return nil, err
 	}
@@ -311,13 +318,15 @@ func newTransposePlan(shape, perm []int) shpTransposePlan {
 func transposeKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	x := in[0]
 	shape := x.Shape()
-	perm, err := transposePerm(len(shape), in[1])
+	var pbuf [tensorx.MaxRank]int
+	perm, err := transposePerm(pbuf[:0], len(shape), in[1])
 	if err != nil {
 		return nil, err
 	}
-	outShape := make([]int, len(perm))
-	for i, a := range perm {
-		outShape[i] = shape[a]
+	var obuf [tensorx.MaxRank]int
+	outShape := obuf[:0]
+	for _, a := range perm {
+		outShape = append(outShape, shape[a])
 	}
 	out, err := kc.Output(x.Dtype(), outShape...)
 	if err != nil {
@@ -325,10 +334,10 @@ func transposeKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor
 	}
 	src, dst := data[T](x), data[T](out)
 	if len(dst) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	transposeInto(kc.NumThreads(), newTransposePlan(shape, perm), src, dst)
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // transposeInto writes the transpose described by p of src into dst.
@@ -336,7 +345,11 @@ func transposeInto[T any](threads int, p shpTransposePlan, src, dst []T) {
 	n := len(dst)
 	r := p.rank
 	if r <= 1 || shpIsIdentity(p.perm[:r]) {
-		parallel.For(threads, n, shpGrain, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+		if serial(threads, n, shpGrain) {
+			copy(dst, src[:n])
+		} else {
+			parallel.For(threads, n, shpGrain, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+		}
 		return
 	}
 	// Input strides and output dimensions.
@@ -419,25 +432,34 @@ func shpTransposeTiles[T any](threads, batch, rows, cols int, src, dst []T) {
 	// One task per tile column of the output (a band of shpTile output rows).
 	tasks := batch * tilesC
 	grain := max(1, shpGrain/(shpTile*rows))
+	if serial(threads, tasks, grain) {
+		shpTransposeTileRange(rows, cols, tilesR, tilesC, src, dst, 0, tasks)
+		return
+	}
 	parallel.For(threads, tasks, grain, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			b, tc := t/tilesC, t%tilesC
-			s := src[b*rows*cols : (b+1)*rows*cols]
-			d := dst[b*rows*cols : (b+1)*rows*cols]
-			j0, j1 := tc*shpTile, min((tc+1)*shpTile, cols)
-			for tr := 0; tr < tilesR; tr++ {
-				i0, i1 := tr*shpTile, min((tr+1)*shpTile, rows)
-				for j := j0; j < j1; j++ {
-					drow := d[j*rows+i0 : j*rows+i1]
-					o := i0*cols + j
-					for q := range drow {
-						drow[q] = s[o]
-						o += cols
-					}
+		shpTransposeTileRange(rows, cols, tilesR, tilesC, src, dst, lo, hi)
+	})
+}
+
+// shpTransposeTileRange does shpTransposeTiles' tasks [lo, hi).
+func shpTransposeTileRange[T any](rows, cols, tilesR, tilesC int, src, dst []T, lo, hi int) {
+	for t := lo; t < hi; t++ {
+		b, tc := t/tilesC, t%tilesC
+		s := src[b*rows*cols : (b+1)*rows*cols]
+		d := dst[b*rows*cols : (b+1)*rows*cols]
+		j0, j1 := tc*shpTile, min((tc+1)*shpTile, cols)
+		for tr := 0; tr < tilesR; tr++ {
+			i0, i1 := tr*shpTile, min((tr+1)*shpTile, rows)
+			for j := j0; j < j1; j++ {
+				drow := d[j*rows+i0 : j*rows+i1]
+				o := i0*cols + j
+				for q := range drow {
+					drow[q] = s[o]
+					o += cols
 				}
 			}
 		}
-	})
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -453,7 +475,8 @@ func fillKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dens
 	if vs := vt.Shape(); !(len(vs) == 0 || (len(vs) == 1 && vs[0] == 1)) {
 		return nil, registry.Errorf(registry.ErrShape, "Fill: value must represent a scalar, got shape %s", shpDebug(vs))
 	}
-	dims, err := shpIndexInput("Fill", 0, dt)
+	var dbuf [tensorx.MaxRank]int
+	dims, err := shpIndexInput(dbuf[:0], "Fill", 0, dt)
 	if err != nil {
 		return nil, err
 	}
@@ -471,13 +494,12 @@ func fillKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dens
 	}
 	v := data[T](vt)[0]
 	o := data[T](out)
-	parallel.For(kc.NumThreads(), len(o), shpGrain, func(lo, hi int) {
-		s := o[lo:hi]
-		for i := range s {
-			s[i] = v
-		}
-	})
-	return []*tensor.Dense{out}, nil
+	if threads := kc.NumThreads(); serial(threads, len(o), shpGrain) {
+		fill(o, v)
+	} else {
+		parallel.For(threads, len(o), shpGrain, func(lo, hi int) { fill(o[lo:hi], v) })
+	}
+	return kc.Results(out), nil
 }
 
 // ---------------------------------------------------------------------------
@@ -507,5 +529,5 @@ func invertPermutationKernel[T int32 | int64](kc *registry.KernelCtx, _ any, in 
 		}
 		dst[d] = T(i)
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }

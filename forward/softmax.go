@@ -128,41 +128,49 @@ func softmaxKernel[T tensorx.Float](log bool) registry.Kernel {
 		cols := shape[len(shape)-1]
 		n := tensorx.Len(x)
 		if n == 0 {
-			return []*tensor.Dense{out}, nil
+			return kc.Results(out), nil
 		}
 		rows := n / cols
 		src, dst := data[T](x), data[T](out)
-		exp := smExpFunc[T]()
-		parallel.For(kc.NumThreads(), rows, smRowGrain(cols), func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				xr, yr := src[r*cols:(r+1)*cols], dst[r*cols:(r+1)*cols]
-				m := smRowMax(xr)
-				var sum float64
-				if log {
-					for i, v := range xr {
-						s := v - m
-						yr[i] = s
-						sum += float64(exp(s))
-					}
-					ls := T(math.Log(sum))
-					for i := range yr {
-						yr[i] -= ls
-					}
-					continue
-				}
-				for i, v := range xr {
-					e := exp(v - m)
-					yr[i] = e
-					sum += float64(e)
-				}
-				// TensorFlow multiplies by the reciprocal of the sum.
-				inv := 1 / T(sum)
-				for i := range yr {
-					yr[i] *= inv
-				}
+		if threads, grain := kc.NumThreads(), smRowGrain(cols); serial(threads, rows, grain) {
+			softmaxRows(log, src, dst, cols, 0, rows)
+		} else {
+			parallel.For(threads, rows, grain, func(lo, hi int) { softmaxRows(log, src, dst, cols, lo, hi) })
+		}
+		return kc.Results(out), nil
+	}
+}
+
+// softmaxRows computes the rows [lo, hi) of Softmax (or LogSoftmax) of src
+// viewed as [rows, cols] into dst.
+func softmaxRows[T tensorx.Float](log bool, src, dst []T, cols, lo, hi int) {
+	exp := smExpFunc[T]()
+	for r := lo; r < hi; r++ {
+		xr, yr := src[r*cols:(r+1)*cols], dst[r*cols:(r+1)*cols]
+		m := smRowMax(xr)
+		var sum float64
+		if log {
+			for i, v := range xr {
+				s := v - m
+				yr[i] = s
+				sum += float64(exp(s))
 			}
-		})
-		return []*tensor.Dense{out}, nil
+			ls := T(math.Log(sum))
+			for i := range yr {
+				yr[i] -= ls
+			}
+			continue
+		}
+		for i, v := range xr {
+			e := exp(v - m)
+			yr[i] = e
+			sum += float64(e)
+		}
+		// TensorFlow multiplies by the reciprocal of the sum.
+		inv := 1 / T(sum)
+		for i := range yr {
+			yr[i] *= inv
+		}
 	}
 }
 
@@ -238,7 +246,7 @@ func xentKernel[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.Den
 			}
 		}
 	})
-	return []*tensor.Dense{loss, back}, nil
+	return kc.Results(loss, back), nil
 }
 
 // smBroadcastShape returns the NumPy broadcast of two shapes.
@@ -330,28 +338,37 @@ func sparseXentRun[T tensorx.Float, I int32 | int64](kc *registry.KernelCtx, fea
 	}
 	f := data[T](feat)
 	lossD, bp := data[T](loss), data[T](back)
+	if threads, grain := kc.NumThreads(), smRowGrain(classes); serial(threads, batch, grain) {
+		sparseXentRows(f, labels, lossD, bp, classes, 0, batch)
+	} else {
+		parallel.For(threads, batch, grain, func(lo, hi int) { sparseXentRows(f, labels, lossD, bp, classes, lo, hi) })
+	}
+	return kc.Results(loss, back), nil
+}
+
+// sparseXentRows computes the rows [lo, hi) of the sparse cross entropy of
+// the features f [batch, classes]: the loss into lossD, the backprop into
+// bp.
+func sparseXentRows[T tensorx.Float, I int32 | int64](f []T, labels []I, lossD, bp []T, classes, lo, hi int) {
 	exp := smExpFunc[T]()
-	parallel.For(kc.NumThreads(), batch, smRowGrain(classes), func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			fr := f[b*classes : (b+1)*classes]
-			br := bp[b*classes : (b+1)*classes]
-			m := smRowMax(fr)
-			var sum float64
-			for c, v := range fr {
-				e := exp(v - m)
-				br[c] = e
-				sum += float64(e)
-			}
-			label := int(labels[b])
-			lossD[b] = T(math.Log(sum) - float64(fr[label]-m))
-			sumT := T(sum)
-			for c := range br {
-				br[c] /= sumT
-			}
-			br[label]--
+	for b := lo; b < hi; b++ {
+		fr := f[b*classes : (b+1)*classes]
+		br := bp[b*classes : (b+1)*classes]
+		m := smRowMax(fr)
+		var sum float64
+		for c, v := range fr {
+			e := exp(v - m)
+			br[c] = e
+			sum += float64(e)
 		}
-	})
-	return []*tensor.Dense{loss, back}, nil
+		label := int(labels[b])
+		lossD[b] = T(math.Log(sum) - float64(fr[label]-m))
+		sumT := T(sum)
+		for c := range br {
+			br[c] /= sumT
+		}
+		br[label]--
+	}
 }
 
 // smCheckLabels reports the first out-of-range label as TensorFlow's CPU

@@ -49,6 +49,7 @@ type BatchNorm struct {
 	// named "moving_mean" and "moving_variance".
 	MovingMean, MovingVariance *Buffer
 	train, eval                forward.FusedBatchNormAttrs
+	trainOp, evalOp            layerOp // FusedBatchNormV3 with train, eval
 	err                        error
 }
 
@@ -96,6 +97,8 @@ func (b *BatchNorm) init(c int, o BatchNormOpts) error {
 	eps32, f32, tr, ev := float32(eps), float32(1-m), true, false
 	b.train = forward.FusedBatchNormAttrs{Epsilon: &eps32, ExponentialAvgFactor: &f32, DataFormat: format, IsTraining: &tr}
 	b.eval = forward.FusedBatchNormAttrs{Epsilon: &eps32, DataFormat: format, IsTraining: &ev}
+	b.trainOp = newLayerOp("FusedBatchNormV3", b.train)
+	b.evalOp = newLayerOp("FusedBatchNormV3", b.eval)
 	if b.Scale, err = newParam("scale", dt, []int{c}, Ones, nil); err != nil {
 		return wrapf(err, layer)
 	}
@@ -133,16 +136,17 @@ func (b *BatchNorm) forward(t *autodiff.Tape, x autodiff.Value, bd binder) autod
 	scale, offset := bind(t, bd, b.Scale), bind(t, bd, b.Offset)
 	mean, variance := t.Constant(b.MovingMean.Data), t.Constant(b.MovingVariance.Data)
 	if !t.IsTraining() {
-		return autodiff.FusedBatchNormV3(x, scale, offset, mean, variance, b.eval).Y
+		return b.evalOp.apply(t, x, scale, offset, mean, variance)[0]
 	}
-	out := autodiff.FusedBatchNormV3(x, scale, offset, mean, variance, b.train)
+	// FusedBatchNormV3's outputs: y, batch_mean, batch_variance, ...
+	out := b.trainOp.apply(t, x, scale, offset, mean, variance)
 	for _, u := range [2]struct {
 		v   autodiff.Value
 		buf *Buffer
-	}{{out.BatchMean, b.MovingMean}, {out.BatchVariance, b.MovingVariance}} {
+	}{{out[1], b.MovingMean}, {out[2], b.MovingVariance}} {
 		d, err := u.v.Data()
 		if err != nil {
-			return out.Y // the tape holds the error
+			return out[0] // the tape holds the error
 		}
 		if d.Dtype() != u.buf.Data.Dtype() || tensorx.Len(d) != tensorx.Len(u.buf.Data) {
 			return fail(t, registry.Errorf(registry.ErrInternal, "nn.BatchNorm: statistics %v %v do not match the buffer %v %v",
@@ -150,7 +154,7 @@ func (b *BatchNorm) forward(t *autodiff.Tape, x autodiff.Value, bd binder) autod
 		}
 		tensorx.CopyData(u.buf.Data, d)
 	}
-	return out.Y
+	return out[0]
 }
 
 // Params returns Scale and Offset.

@@ -157,9 +157,10 @@ type Conv2D struct {
 	// Weight is the filter, [KH, KW, in/groups, out] (HWIO), named "weight".
 	Weight *autodiff.Param
 	// Bias is the bias, [out], named "bias"; nil with NoBias.
-	Bias  *autodiff.Param
-	attrs forward.Conv2DAttrs
-	err   error
+	Bias *autodiff.Param
+	// op and biasAdd are Conv2D and BiasAdd with the layer's attrs.
+	op, biasAdd layerOp
+	err         error
 }
 
 // NewConv2D returns a convolution from in to out channels with a square
@@ -191,7 +192,8 @@ func (c *Conv2D) init(in, out, kernel int, o ConvOpts) error {
 	if err != nil {
 		return err
 	}
-	c.attrs = g.conv2DAttrs()
+	c.op = newLayerOp("Conv2D", g.conv2DAttrs())
+	c.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
 	if c.Weight, err = newParam("weight", g.dtype, []int{g.kh, g.kw, in / groups, out}, orInit(o.KernelInit, GlorotUniform), o.Rand); err != nil {
 		return wrapf(err, layer)
 	}
@@ -219,9 +221,9 @@ func (c *Conv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) autodiff.
 }
 
 func (c *Conv2D) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := autodiff.Conv2D(x, w, c.attrs)
+	y := c.op.apply(t, x, w)[0]
 	if c.Bias != nil {
-		y = autodiff.BiasAdd(y, bind(t, b, c.Bias), c.attrs.DataFormat)
+		y = c.biasAdd.apply(t, y, bind(t, b, c.Bias))[0]
 	}
 	return y
 }

@@ -35,6 +35,12 @@ type Dense struct {
 	err  error
 }
 
+// The ops of Dense, with their attrs.
+var (
+	denseMatMul  = newLayerOp("MatMul", forward.MatMulAttrs{})
+	denseBiasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: "NHWC"})
+)
+
 // NewDense returns a Dense layer from in to out features.
 func NewDense(in, out int, opts DenseOpts) *Dense {
 	d := &Dense{}
@@ -84,9 +90,9 @@ func (d *Dense) forward(t *autodiff.Tape, x autodiff.Value, b binder) autodiff.V
 
 // forwardKernel applies the layer with the kernel value w.
 func (d *Dense) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := autodiff.MatMul(x, w, forward.MatMulAttrs{})
+	y := denseMatMul.apply(t, x, w)[0]
 	if d.Bias != nil {
-		y = autodiff.BiasAdd(y, bind(t, b, d.Bias), "NHWC")
+		y = denseBiasAdd.apply(t, y, bind(t, b, d.Bias))[0]
 	}
 	return y
 }

@@ -36,9 +36,11 @@ type DepthwiseConv2D struct {
 	// Weight is the filter, [KH, KW, in, M], named "weight".
 	Weight *autodiff.Param
 	// Bias is the bias, [in·M], named "bias"; nil with NoBias.
-	Bias  *autodiff.Param
-	attrs forward.DepthwiseConv2dAttrs
-	err   error
+	Bias *autodiff.Param
+	// op and biasAdd are DepthwiseConv2dNative and BiasAdd with the
+	// layer's attrs.
+	op, biasAdd layerOp
+	err         error
 }
 
 // NewDepthwiseConv2D returns a depthwise convolution of in channels with a
@@ -61,7 +63,8 @@ func (d *DepthwiseConv2D) init(in, kernel int, o ConvOpts) error {
 	if err != nil {
 		return err
 	}
-	d.attrs = g.depthwiseAttrs()
+	d.op = newLayerOp("DepthwiseConv2dNative", g.depthwiseAttrs())
+	d.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
 	if d.Weight, err = newParam("weight", g.dtype, []int{g.kh, g.kw, in, m}, orInit(o.KernelInit, GlorotUniform), o.Rand); err != nil {
 		return wrapf(err, layer)
 	}
@@ -89,9 +92,9 @@ func (d *DepthwiseConv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) 
 }
 
 func (d *DepthwiseConv2D) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := autodiff.DepthwiseConv2D(x, w, d.attrs)
+	y := d.op.apply(t, x, w)[0]
 	if d.Bias != nil {
-		y = autodiff.BiasAdd(y, bind(t, b, d.Bias), d.attrs.DataFormat)
+		y = d.biasAdd.apply(t, y, bind(t, b, d.Bias))[0]
 	}
 	return y
 }
@@ -123,10 +126,10 @@ type SeparableConv2D struct {
 	// "pointwise_weight".
 	Pointwise *autodiff.Param
 	// Bias is the bias, [out], named "bias"; nil with NoBias.
-	Bias    *autodiff.Param
-	dwAttrs forward.DepthwiseConv2dAttrs
-	pwAttrs forward.Conv2DAttrs
-	err     error
+	Bias *autodiff.Param
+	// dwOp, pwOp and biasAdd are the layer's ops with their attrs.
+	dwOp, pwOp, biasAdd layerOp
+	err                 error
 }
 
 // NewSeparableConv2D returns a separable convolution from in to out
@@ -149,9 +152,10 @@ func (s *SeparableConv2D) init(in, out, kernel int, o ConvOpts) error {
 	if err != nil {
 		return err
 	}
-	s.dwAttrs = g.depthwiseAttrs()
 	one := g.spatial(1, 1)
-	s.pwAttrs = forward.Conv2DAttrs{Strides: one, Padding: "VALID", DataFormat: g.format, Dilations: one}
+	s.dwOp = newLayerOp("DepthwiseConv2dNative", g.depthwiseAttrs())
+	s.pwOp = newLayerOp("Conv2D", forward.Conv2DAttrs{Strides: one, Padding: "VALID", DataFormat: g.format, Dilations: one})
+	s.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
 	init := orInit(o.KernelInit, GlorotUniform)
 	if s.Depthwise, err = newParam("depthwise_weight", g.dtype, []int{g.kh, g.kw, in, m}, init, o.Rand); err != nil {
 		return wrapf(err, layer)
@@ -180,10 +184,10 @@ func (s *SeparableConv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) 
 	if s.err != nil {
 		return fail(t, s.err)
 	}
-	y := autodiff.DepthwiseConv2D(x, bind(t, b, s.Depthwise), s.dwAttrs)
-	y = autodiff.Conv2D(y, bind(t, b, s.Pointwise), s.pwAttrs)
+	y := s.dwOp.apply(t, x, bind(t, b, s.Depthwise))[0]
+	y = s.pwOp.apply(t, y, bind(t, b, s.Pointwise))[0]
 	if s.Bias != nil {
-		y = autodiff.BiasAdd(y, bind(t, b, s.Bias), s.pwAttrs.DataFormat)
+		y = s.biasAdd.apply(t, y, bind(t, b, s.Bias))[0]
 	}
 	return y
 }

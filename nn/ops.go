@@ -64,7 +64,7 @@ func dropoutMaskKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []
 			m[i] = 0
 		}
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // fail records err on t (unless t already has an error) and returns a

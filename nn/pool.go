@@ -38,7 +38,9 @@ type FractionalPoolOpts struct {
 type FractionalAvgPool struct {
 	stateless
 	train, eval forward.FractionalPoolAttrs
-	err         error
+	// trainOp, evalOp are FractionalAvgPool with train, eval.
+	trainOp, evalOp layerOp
+	err             error
 }
 
 // NewFractionalAvgPool returns fractional average pooling with the given
@@ -70,6 +72,8 @@ func (p *FractionalAvgPool) init(ratio float64, o FractionalPoolOpts) error {
 	}
 	p.eval = p.train
 	p.eval.Deterministic, p.eval.Seed, p.eval.Seed2 = true, seed, seed
+	p.trainOp = newLayerOp("FractionalAvgPool", p.train)
+	p.evalOp = newLayerOp("FractionalAvgPool", p.eval)
 	return nil
 }
 
@@ -89,10 +93,9 @@ func (p *FractionalAvgPool) Forward(t *autodiff.Tape, x autodiff.Value) autodiff
 	if p.err != nil {
 		return fail(t, p.err)
 	}
-	a := p.eval
+	op := p.evalOp
 	if t.IsTraining() {
-		a = p.train
+		op = p.trainOp
 	}
-	y, _, _ := autodiff.FractionalAvgPool(x, a)
-	return y
+	return op.apply(t, x)[0] // outputs: y, row and column sequences
 }

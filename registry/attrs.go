@@ -40,6 +40,9 @@ type attrSpec struct {
 	fields []attrField
 	byName map[string]int
 	plain  bool // no defaults, no allowed lists: normalisation is the identity
+	// defaults is the struct with every default filled in, shared by every
+	// nil attrs (nil if the defaults break an allowed list).
+	defaults any
 }
 
 func (s *attrSpec) names() string {
@@ -94,8 +97,30 @@ func specFor(t reflect.Type) (*attrSpec, error) {
 		s.byName[name] = len(s.fields)
 		s.fields = append(s.fields, f)
 	}
+	s.defaults = s.defaultValue()
 	specCache.Store(t, s)
 	return s, nil
+}
+
+// defaultValue returns the attr struct holding every default, or nil if it
+// breaks an allowed list (NormalizeAttrs then reports the error per call).
+func (s *attrSpec) defaultValue() any {
+	v := reflect.New(s.typ).Elem()
+	for _, f := range s.fields {
+		if f.def.IsValid() {
+			v.Field(f.index).Set(f.def)
+		}
+		if f.allowed != nil {
+			ok := false
+			for _, a := range f.allowed {
+				ok = ok || v.Field(f.index).String() == a
+			}
+			if !ok {
+				return nil
+			}
+		}
+	}
+	return v.Interface()
 }
 
 func supportedAttrType(t reflect.Type) bool {
@@ -316,6 +341,17 @@ func (d *OpDef) ParseAttrsExact(m map[string]any) (any, error) {
 	return ParsedAttrs{Value: v.Interface()}, nil
 }
 
+// needsDefault reports whether a field of the attr struct v has a default
+// and holds Go's zero value.
+func (s *attrSpec) needsDefault(v reflect.Value) bool {
+	for _, f := range s.fields {
+		if f.def.IsValid() && v.Field(f.index).IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *OpDef) checkAllowed(v reflect.Value) error {
 	for _, f := range d.attrSpec.fields {
 		if f.allowed == nil {
@@ -338,8 +374,10 @@ func (d *OpDef) checkAllowed(v reflect.Value) error {
 
 // NormalizeAttrs checks that attrs is the op's attr struct (or a pointer to
 // it, or nil for all defaults), fills TensorFlow's defaults into unset
-// fields and checks allowed values. The result is a fresh value; default
-// slices are shared, so kernels must not modify attr slices.
+// fields and checks allowed values. The result is a struct value, not a
+// pointer: attrs itself when it is a struct needing no default (normalised
+// attrs normalise to themselves without allocating), else a fresh value.
+// Default slices are shared, so kernels must not modify attr slices.
 func (d *OpDef) NormalizeAttrs(attrs any) (any, error) {
 	s := d.attrSpec
 	if s == nil {
@@ -364,6 +402,9 @@ func (d *OpDef) NormalizeAttrs(attrs any) (any, error) {
 	var v reflect.Value
 	switch {
 	case attrs == nil:
+		if s.defaults != nil {
+			return s.defaults, nil
+		}
 		v = reflect.New(s.typ).Elem()
 	default:
 		rv := reflect.ValueOf(attrs)
@@ -378,6 +419,14 @@ func (d *OpDef) NormalizeAttrs(attrs any) (any, error) {
 		}
 		if s.plain {
 			return rv.Interface(), nil
+		}
+		if reflect.TypeOf(attrs) == s.typ && !s.needsDefault(rv) {
+			// Already normal (a struct value is immutable in an
+			// interface, so sharing it is safe).
+			if err := d.checkAllowed(rv); err != nil {
+				return nil, err
+			}
+			return attrs, nil
 		}
 		v = reflect.New(s.typ).Elem()
 		v.Set(rv)

@@ -47,6 +47,11 @@ type Emitter interface {
 	Scalar(dt tensor.Dtype, v float64) Value
 	// Ints makes a constant int32 vector, as used for shape and axis inputs.
 	Ints(v ...int) Value
+	// Values returns a slice of n nil Values for a gradient function's
+	// result or an op's argument list, without a heap allocation of its
+	// own (the tape hands out parts of larger blocks). The slice is the
+	// caller's: the emitter never writes to it again.
+	Values(n int) []Value
 	// Err returns the first error of the emitter, or nil.
 	Err() error
 }
@@ -64,7 +69,9 @@ type GradFunc func(e Emitter, n Node, dy []Value) ([]Value, error)
 type Kernel func(kc *KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error)
 
 // Allocator hands out tensor buffers. The tape's allocator recycles them;
-// buffers are not zeroed unless asked.
+// buffers are not zeroed unless asked. Alloc must not retain shape: the
+// KernelCtx passes a buffer it reuses, so kernels' shape arguments never
+// escape to the heap.
 type Allocator interface {
 	Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error)
 	// Release returns a scratch buffer the kernel no longer needs.
@@ -81,6 +88,8 @@ type KernelCtx struct {
 	// Rand is the caller's seeded random source, or nil if it has none.
 	Rand    *rand.Rand
 	scratch []*tensor.Dense
+	shape   []int           // the shape passed to Alloc, reused
+	results []*tensor.Dense // Results' slice, reused
 }
 
 // Output returns an uninitialised tensor for a kernel's output.
@@ -97,7 +106,24 @@ func (c *KernelCtx) alloc(dt tensor.Dtype, shape []int, zero bool) (*tensor.Dens
 	if c == nil || c.Alloc == nil {
 		return tensorx.Zeros(dt, shape)
 	}
-	return c.Alloc.Alloc(dt, shape, zero)
+	// A copy: shape itself, often a kernel's variadic argument list, would
+	// escape through the interface call and cost an allocation per output.
+	c.shape = append(c.shape[:0], shape...)
+	return c.Alloc.Alloc(dt, c.shape, zero)
+}
+
+// Results returns outs as a kernel's result slice. With an allocator the
+// slice is c's own, reused by the next kernel that runs on c: callers of
+// RunNormalized (the tape) take the outputs out at once, and Run returns a
+// copy. Kernels return kc.Results(out) rather than a slice literal, which
+// would cost an allocation per op.
+func (c *KernelCtx) Results(outs ...*tensor.Dense) []*tensor.Dense {
+	if c == nil || c.Alloc == nil {
+		return append([]*tensor.Dense(nil), outs...)
+	}
+	clear(c.results)
+	c.results = append(c.results[:0], outs...)
+	return c.results
 }
 
 // NumThreads returns the kernel's thread budget, at least 1.
@@ -111,7 +137,7 @@ func (c *KernelCtx) NumThreads() int {
 // Scratch returns a scratch slice of n elements of type T, valid until the
 // kernel returns; its contents are unspecified unless zeroed is true.
 func Scratch[T tensorx.Elem](c *KernelCtx, n int, zeroed bool) ([]T, error) {
-	d, err := c.alloc(tensorx.DtypeOf[T](), []int{n}, zeroed)
+	d, err := c.alloc(tensorx.DtypeOf[T](), []int{n}, zeroed) // the shape stays on the stack
 	if err != nil {
 		return nil, err
 	}

@@ -275,13 +275,18 @@ func Check() error {
 
 // Run checks the inputs and attrs against the op's definition, runs the
 // kernel for the inputs' dtype and checks its outputs. Inputs must be
-// contiguous. A kernel panic is turned into an ErrInternal error.
+// contiguous. A kernel panic is turned into an ErrInternal error. The
+// returned slice is the caller's.
 func Run(d *OpDef, kc *KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	a, err := d.NormalizeAttrs(attrs)
 	if err != nil {
 		return nil, err
 	}
-	return run(d, kc, a, in)
+	out, err := run(d, kc, a, in)
+	if err != nil {
+		return nil, err
+	}
+	return append([]*tensor.Dense(nil), out...), nil
 }
 
 func run(d *OpDef, kc *KernelCtx, a any, in []*tensor.Dense) (out []*tensor.Dense, err error) {
@@ -360,7 +365,9 @@ func (d *OpDef) Describe() string {
 	return b.String()
 }
 
-// RunNormalized is Run for attrs already normalised by NormalizeAttrs.
+// RunNormalized is Run for attrs already normalised by NormalizeAttrs,
+// without Run's copy of the result: the returned slice may be kc's (see
+// KernelCtx.Results), valid until the next kernel runs on kc.
 func RunNormalized(d *OpDef, kc *KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	return run(d, kc, attrs, in)
 }

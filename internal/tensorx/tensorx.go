@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"gorgonia.org/tensor"
 )
@@ -49,6 +50,9 @@ func DtypeOf[T Elem]() tensor.Dtype {
 
 // Numel returns the number of elements of shape, or an error for a negative
 // dimension, a rank above MaxRank or an element count that overflows.
+//
+// Numel, New and Zeros do not retain shape (error messages format a copy),
+// so a caller's shape slice can stay on its stack.
 func Numel(shape []int) (int, error) {
 	if len(shape) > MaxRank {
 		return 0, fmt.Errorf("%w: rank %d exceeds the maximum %d", ErrShape, len(shape), MaxRank)
@@ -56,10 +60,10 @@ func Numel(shape []int) (int, error) {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("%w: negative dimension in shape %v", ErrShape, shape)
+			return 0, fmt.Errorf("%w: negative dimension in shape %v", ErrShape, slices.Clone(shape))
 		}
 		if d != 0 && n > math.MaxInt32*64/d {
-			return 0, fmt.Errorf("%w: shape %v has too many elements", ErrShape, shape)
+			return 0, fmt.Errorf("%w: shape %v has too many elements", ErrShape, slices.Clone(shape))
 		}
 		n *= d
 	}
@@ -110,7 +114,7 @@ func New[T Elem](shape []int, data []T) (*tensor.Dense, error) {
 		return nil, err
 	}
 	if len(data) != n {
-		return nil, fmt.Errorf("%w: %d elements do not fill shape %v (%d)", ErrShape, len(data), shape, n)
+		return nil, fmt.Errorf("%w: %d elements do not fill shape %v (%d)", ErrShape, len(data), slices.Clone(shape), n)
 	}
 	sh := append([]int(nil), shape...)
 	return tensor.New(tensor.WithShape(sh...), tensor.WithBacking(data)), nil
@@ -278,23 +282,26 @@ func Float64s(d *tensor.Dense) ([]float64, error) {
 
 // Ints returns the values of an int32 or int64 tensor as []int.
 func Ints(d *tensor.Dense) ([]int, error) {
+	return AppendInts(nil, d)
+}
+
+// AppendInts appends the values of an int32 or int64 tensor to dst and
+// returns the extended slice; with a dst of enough capacity (a stack array
+// for a shape) it does not allocate.
+func AppendInts(dst []int, d *tensor.Dense) ([]int, error) {
 	switch d.Dtype() {
 	case tensor.Int32:
-		s := d.Int32s()
-		out := make([]int, len(s))
-		for i, v := range s {
-			out[i] = int(v)
+		for _, v := range d.Int32s() {
+			dst = append(dst, int(v))
 		}
-		return out, nil
+		return dst, nil
 	case tensor.Int64:
-		s := d.Int64s()
-		out := make([]int, len(s))
-		for i, v := range s {
-			out[i] = int(v)
+		for _, v := range d.Int64s() {
+			dst = append(dst, int(v))
 		}
-		return out, nil
+		return dst, nil
 	}
-	return nil, fmt.Errorf("%w: want an int32 or int64 tensor, got %v", ErrDtype, d.Dtype())
+	return dst, fmt.Errorf("%w: want an int32 or int64 tensor, got %v", ErrDtype, d.Dtype())
 }
 
 // SameShape reports whether two shapes are equal.

@@ -1,0 +1,170 @@
+//go:build !race
+
+package forward
+
+import (
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/registry"
+)
+
+// recycler is an Allocator that, like the tape's arena, recycles buffers
+// by dtype and shape: after reset every request is served again.
+type recycler struct {
+	free, live map[recKey][]*tensor.Dense
+}
+
+type recKey struct {
+	dt    tensor.Dtype
+	rank  int
+	shape [8]int
+}
+
+func keyOf(dt tensor.Dtype, shape []int) recKey {
+	k := recKey{dt: dt, rank: len(shape)}
+	copy(k.shape[:], shape)
+	return k
+}
+
+func (r *recycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	k := keyOf(dt, shape)
+	var d *tensor.Dense
+	if l := r.free[k]; len(l) > 0 {
+		d = l[len(l)-1]
+		r.free[k] = l[:len(l)-1]
+		if zeroed {
+			switch dt {
+			case tensor.Float32:
+				clear(d.Float32s())
+			case tensor.Float64:
+				clear(d.Float64s())
+			case tensor.Int32:
+				clear(d.Int32s())
+			case tensor.Int64:
+				clear(d.Int64s())
+			}
+		}
+	} else {
+		var err error
+		if d, err = tensorx.Zeros(dt, shape); err != nil {
+			return nil, err
+		}
+	}
+	r.live[k] = append(r.live[k], d)
+	return d, nil
+}
+
+func (r *recycler) Release(d *tensor.Dense) {
+	k := keyOf(d.Dtype(), d.Shape())
+	l := r.live[k]
+	for i, x := range l {
+		if x == d {
+			l[i] = l[len(l)-1]
+			r.live[k] = l[:len(l)-1]
+			r.free[k] = append(r.free[k], d)
+			return
+		}
+	}
+}
+
+// reset makes every buffer free again.
+func (r *recycler) reset() {
+	for k, l := range r.live {
+		r.free[k] = append(r.free[k], l...)
+		r.live[k] = l[:0]
+	}
+}
+
+// TestKernelsAllocateNothing checks that the kernels of the ops a training
+// step runs most (elementwise, broadcasting, reductions, shapes, MatMul,
+// BiasAdd, cross entropy, pooling) allocate nothing of their own when their
+// buffers are recycled and they run on one thread: output shapes stay on
+// the stack (KernelCtx copies them), results go through kc.Results, and
+// loops run without a closure for parallel.For. (Excluded from -race
+// builds, whose instrumentation allocates.)
+func TestKernelsAllocateNothing(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	f32 := func(shape ...int) *tensor.Dense {
+		d, err := tensorx.New(shape, make([]float32, tensorx.Len(randDense(r, shape...))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range d.Float32s() {
+			d.Float32s()[i] = float32(r.NormFloat64())
+		}
+		return d
+	}
+	i32 := func(v ...int32) *tensor.Dense {
+		d, err := tensorx.New([]int{len(v)}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	i64 := func(v ...int64) *tensor.Dense {
+		d, err := tensorx.New([]int{len(v)}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	labels, _ := tensorx.New([]int{4}, []int32{0, 2, 1, 2})
+	cases := []struct {
+		op    string
+		attrs any
+		in    []*tensor.Dense
+	}{
+		{"Relu", nil, []*tensor.Dense{f32(4, 5)}},
+		{"ReluGrad", nil, []*tensor.Dense{f32(4, 5), f32(4, 5)}},
+		{"AddV2", nil, []*tensor.Dense{f32(4, 5), f32(4, 5)}},
+		{"Mul", nil, []*tensor.Dense{f32(4, 5), f32()}},
+		{"Sub", nil, []*tensor.Dense{f32(4, 5), f32(5)}},
+		{"RealDiv", nil, []*tensor.Dense{f32(2, 3, 5), f32(2, 1, 5)}},
+		{"BroadcastTo", nil, []*tensor.Dense{f32(1, 5), i32(4, 5)}},
+		{"Reshape", nil, []*tensor.Dense{f32(4, 5), i32(-1, 10)}},
+		{"Transpose", nil, []*tensor.Dense{f32(4, 5), i32(1, 0)}},
+		{"Sum", SumAttrs{}, []*tensor.Dense{f32(4, 5), i32(0)}},
+		{"Sum", SumAttrs{KeepDims: true}, []*tensor.Dense{f32(4, 5), i32(1)}},
+		{"Mean", SumAttrs{}, []*tensor.Dense{f32(2, 3, 5), i32(0, 1)}},
+		{"tapegrad.ReducedShape", nil, []*tensor.Dense{i32(2, 3, 5), i32(1)}},
+		{"MatMul", MatMulAttrs{TransposeB: true}, []*tensor.Dense{f32(4, 5), f32(3, 5)}},
+		{"BiasAdd", BiasAddAttrs{DataFormat: "NHWC"}, []*tensor.Dense{f32(4, 5), f32(5)}},
+		{"BiasAdd", BiasAddAttrs{DataFormat: "NCHW"}, []*tensor.Dense{f32(2, 5, 3, 3), f32(5)}},
+		{"BiasAddGrad", BiasAddAttrs{DataFormat: "NHWC"}, []*tensor.Dense{f32(4, 5)}},
+		{"SparseSoftmaxCrossEntropyWithLogits", nil, []*tensor.Dense{f32(4, 3), labels}},
+		{"Cast", CastAttrs{DstT: tensor.Int64}, []*tensor.Dense{i32(2, 3)}},
+		{"AddN", nil, []*tensor.Dense{f32(4, 5), f32(4, 5), f32(4, 5)}},
+		{"OnesLike", nil, []*tensor.Dense{f32(4, 5)}},
+		{"Fill", nil, []*tensor.Dense{i32(4, 5), f32()}},
+		{"Softmax", nil, []*tensor.Dense{f32(4, 3)}},
+		{"FractionalAvgPool", FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, PseudoRandom: true, Deterministic: true, Seed: 1, Seed2: 1},
+			[]*tensor.Dense{f32(2, 6, 6, 3)}},
+		{"FractionalAvgPoolGrad", nil, []*tensor.Dense{i64(2, 6, 6, 3), f32(2, 4, 4, 3), i64(0, 1, 3, 4, 6), i64(0, 2, 3, 5, 6)}},
+	}
+	for _, c := range cases {
+		def, err := registry.Lookup(c.op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := def.NormalizeAttrs(c.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := &recycler{free: map[recKey][]*tensor.Dense{}, live: map[recKey][]*tensor.Dense{}}
+		kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
+		run := func() {
+			alloc.reset()
+			if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
+				t.Fatalf("%s: %v", c.op, err)
+			}
+		}
+		run()
+		if n := testing.AllocsPerRun(20, run); n != 0 {
+			t.Errorf("%s %v: %v allocations per run", c.op, c.in[0].Shape(), n)
+		}
+	}
+}
