@@ -53,7 +53,7 @@ fuzz:
 	$(GO) test ./forward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
 
 OUT ?= out
-EPOCHS ?= 12
+EPOCHS ?= 20
 
 # Trains the example CNN on the bundled 6000/1000 Fashion-MNIST subset.
 demo:

@@ -10,7 +10,7 @@
 // -resume. The last line it prints is "test accuracy: 0.XXXX".
 //
 //	go run ./examples/fashionmnist                      # bundled 6000/1000 subset
-//	go run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs 12
+//	go run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs 20
 package main
 
 import (
@@ -52,7 +52,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.dataDir, "data", "", "directory of the Fashion-MNIST IDX files (default: "+data.FashionMNISTDir+" if present, else the bundled subset)")
-	flag.IntVar(&c.epochs, "epochs", 12, "training epochs")
+	flag.IntVar(&c.epochs, "epochs", 20, "training epochs")
 	flag.IntVar(&c.batch, "batch", 64, "batch size")
 	flag.Float64Var(&c.lr, "lr", 0.002, "peak learning rate (Adam, cosine decay to 0 over the run)")
 	flag.IntVar(&c.threads, "threads", runtime.NumCPU(), "threads")

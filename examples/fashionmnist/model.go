@@ -14,6 +14,7 @@ import (
 //	conv3x3(1→32) BN ReLU · FractionalAvgPool 1.5 (28→18)
 //	conv3x3(32→64) BN ReLU · FractionalAvgPool 1.5 (18→12)
 //	depthwise3x3(64) BN ReLU · conv1x1(64→128) BN ReLU · FractionalAvgPool 1.5 (12→8)
+//	depthwise3x3(128) BN ReLU · conv1x1(128→128) BN ReLU
 //	flatten · dropout 0.25 · dense 8192→10
 //
 // torch_twin.py builds the same model in PyTorch.
@@ -55,6 +56,8 @@ func newModel(seed int64, qat bool) *nn.Sequential {
 		nn.Named("conv2", conv(32, 64, 3)), nn.Named("bn2", bn(64)), relu(), pool(),
 		nn.Named("dw3", depthwise(64, 3)), nn.Named("bn3", bn(64)), relu(),
 		nn.Named("pw3", conv(64, 128, 1)), nn.Named("bn4", bn(128)), relu(), pool(),
+		nn.Named("dw4", depthwise(128, 3)), nn.Named("bn5", bn(128)), relu(),
+		nn.Named("pw4", conv(128, 128, 1)), nn.Named("bn6", bn(128)), relu(),
 		nn.Flatten(), nn.NewDropout(0.25), nn.Named("fc", dense),
 	)
 }
