@@ -1,6 +1,9 @@
 package forward
 
 import (
+	"slices"
+	"sync"
+
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/gemm"
@@ -40,8 +43,15 @@ import (
 // The input gradient with strides and the filter gradient process output
 // positions in chunks whose bounds depend only on the shapes, which the
 // goroutines take one at a time; the filter gradient sums per-chunk
-// partials in chunk order in float64. Results are bit-identical for any
-// thread count.
+// partials (up to convFilterRows positions each, dyᵀ read in place by the
+// GEMM's kernels) in chunk order in float64. Results are bit-identical
+// for any thread count.
+//
+// Steady-state calls allocate nothing on one thread (with the tape's
+// recycling allocator): shape arguments are read into stack arrays,
+// results go through kc.Results, the im2col offset maps come from a free
+// list, and the closures handed to internal/parallel are built only on
+// the multi-threaded paths (conv2d_alloc_test.go).
 
 // Conv2DAttrs are the attributes of Conv2D, Conv2DBackpropInput and
 // Conv2DBackpropFilter (TensorFlow's names and defaults).
@@ -120,8 +130,8 @@ type conv2DGeom struct {
 // kcol is the length of an im2col row (and the filter's rows as a matrix).
 func (g *conv2DGeom) kcol() int { return g.kh * g.kw * g.cf }
 
-func (g *conv2DGeom) inShape() []int  { return g.layout.shape(g.n, g.h, g.w, g.c) }
-func (g *conv2DGeom) outShape() []int { return g.layout.shape(g.n, g.oh, g.ow, g.o) }
+func (g *conv2DGeom) inShape() [4]int  { return g.layout.dims(g.n, g.h, g.w, g.c) }
+func (g *conv2DGeom) outShape() [4]int { return g.layout.dims(g.n, g.oh, g.ow, g.o) }
 
 // direct reports whether the input can serve as the im2col matrix as it
 // is, and its row stride: 1x1 filters with stride 1 and no padding (one row
@@ -152,11 +162,11 @@ func conv2DWindow(op string, attrs any, batchDepthKind error) (convWindow, error
 // conv2DCheckDims rejects dimensions TensorFlow cannot index with 32-bit
 // ints.
 func conv2DCheckDims(op string, l convLayout, what string, s []int) error {
-	names := [4]string{}
-	names[l.n], names[l.h], names[l.w], names[l.c] = "batch", "rows", "cols", "depth"
 	for i, v := range s {
-		if err := convCheckFits(op, what+" "+names[i], v); err != nil {
-			return err
+		if v > convMaxDim {
+			names := [4]string{}
+			names[l.n], names[l.h], names[l.w], names[l.c] = "batch", "rows", "cols", "depth"
+			return convCheckFits(op, what+" "+names[i], v)
 		}
 	}
 	return nil
@@ -225,23 +235,28 @@ func conv2DSpatial(op string, win convWindow, g *conv2DGeom) error {
 func conv2DBackpropGeom(op string, win convWindow, xs, fs, dys []int) (conv2DGeom, error) {
 	g := conv2DGeom{layout: win.layout, sh: win.sh, sw: win.sw, dh: win.dh, dw: win.dw}
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, xs)
+		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, fs)
+		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
 	}
 	if len(dys) != 4 {
 		return g, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
 	}
 	l := win.layout
-	for _, c := range []struct {
-		what string
-		s    []int
-	}{{"input", xs}, {"filter", fs}, {"out_backprop", dys}} {
-		for _, v := range c.s {
-			if err := convCheckFits(op, c.what, v); err != nil {
-				return g, err
-			}
+	for i := range 4 {
+		if err := convCheckFits(op, "input", xs[i]); err != nil {
+			return g, err
+		}
+	}
+	for i := range 4 {
+		if err := convCheckFits(op, "filter", fs[i]); err != nil {
+			return g, err
+		}
+	}
+	for i := range 4 {
+		if err := convCheckFits(op, "out_backprop", dys[i]); err != nil {
+			return g, err
 		}
 	}
 	g.n, g.h, g.w, g.c = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
@@ -264,7 +279,7 @@ func conv2DBackpropGeom(op string, win convWindow, xs, fs, dys []int) (conv2DGeo
 	if err := conv2DSpatial(op, win, &g); err != nil {
 		return g, err
 	}
-	for _, d := range []struct {
+	for _, d := range [...]struct {
 		axis             int
 		got, want, in, k int
 		s, dil           int
@@ -294,18 +309,19 @@ func conv2DKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err != nil {
 		return nil, err
 	}
-	out, err := conv2DOutput(kc, op, x.Dtype(), g.outShape())
+	osz := g.outShape()
+	out, err := conv2DOutput(kc, op, x.Dtype(), osz[:])
 	if err != nil {
 		return nil, err
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(x) == 0 {
 		// Non-empty output from an empty input: padding only.
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(f) == 0 {
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: filter must not have zero elements (i.e. all dimensions must be non-zero), got filter shape %v", op, f.Shape())
@@ -313,7 +329,7 @@ func conv2DKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err := conv2DForward(kc, &g, data[T](x), data[T](f), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -333,7 +349,8 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	if len(f.Shape()) != 4 {
 		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
 	}
-	vals, err := convShapeArg(op, "input_sizes", sizes)
+	var vbuf, xbuf [4]int
+	vals, err := convAppendShapeArg(vbuf[:0], op, "input_sizes", sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +360,7 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	case 4:
 		for _, v := range vals {
 			if v < 0 {
-				return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (input_sizes=%v)", op, v, vals)
+				return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (input_sizes=%v)", op, v, slices.Clone(vals))
 			}
 		}
 		xs = vals
@@ -351,7 +368,8 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 		if vals[0] < 0 || vals[1] < 0 {
 			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: elements of input_sizes must be >= 0, not %dx%d", op, vals[0], vals[1])
 		}
-		xs = l.shape(dy.Shape()[l.n], vals[0], vals[1], f.Shape()[2])
+		xbuf = l.dims(dy.Shape()[l.n], vals[0], vals[1], f.Shape()[2])
+		xs = xbuf[:]
 	default:
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s requires input_sizes to contain 4 values or 2 values, but got: %d", op, len(vals))
 	}
@@ -364,11 +382,11 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(dy) == 0 {
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	g, err := conv2DBackpropGeom(op, win, xs, f.Shape(), dy.Shape())
 	if err != nil {
@@ -377,7 +395,7 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	if err := conv2DBackpropInput(kc, &g, data[T](f), data[T](dy), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -396,17 +414,18 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 	if len(dy.Shape()) != 4 {
 		return nil, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
 	}
-	fs, err := convShapeArg(op, "filter_sizes", sizes)
+	var fbuf [4]int
+	fs, err := convAppendShapeArg(fbuf[:0], op, "filter_sizes", sizes)
 	if err != nil {
 		return nil, err
 	}
 	for _, v := range fs {
 		if v < 0 {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (filter_sizes=%v)", op, v, fs)
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (filter_sizes=%v)", op, v, slices.Clone(fs))
 		}
 	}
 	if len(fs) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), fs)
+		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), slices.Clone(fs))
 	}
 	for _, v := range fs {
 		if err := convCheckFits(op, "filter", v); err != nil {
@@ -419,11 +438,11 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(x) == 0 {
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	g, err := conv2DBackpropGeom(op, win, x.Shape(), fs, dy.Shape())
 	if err != nil {
@@ -432,7 +451,7 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 	if err := conv2DBackpropFilter(kc, &g, data[T](x), data[T](dy), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // conv2DOutput allocates an output, reporting a shape too large to hold as
@@ -507,25 +526,34 @@ func conv2DBackpropFilter[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom
 
 const (
 	// convChunkElems bounds one im2col buffer of the strided input
-	// gradient, and the im2col elements of one filter-gradient chunk
-	// (elements): 1 MiB of float32, 2 MiB of float64.
+	// gradient (elements): 1 MiB of float32, 2 MiB of float64.
 	convChunkElems = 1 << 18
 	// convMaxWorkers bounds the goroutines (and so the im2col buffers) of
 	// one kernel call.
 	convMaxWorkers = 8
-	// convPartialElems bounds the per-chunk partial filter gradients kept
-	// at once by Conv2DBackpropFilter.
-	convPartialElems = 1 << 20
 	// convMaxPartials bounds the chunks reduced per round (each round is
 	// one parallel loop over its chunks and one over the sum).
 	convMaxPartials = 64
 	// convSumGrain is the least number of filter-gradient elements per
 	// goroutine when the partials are added.
-	convSumGrain = 1 << 11
-	// convMaxReduceRows bounds the output positions summed by one GEMM
-	// (in the element type) for the filter gradient; the per-chunk
-	// partials are then added in float64.
-	convMaxReduceRows = 4096
+	convSumGrain = 1 << 14
+	// convFilterSplit: several filter-gradient chunks are made a multiple
+	// of this many, so that they divide evenly among 1, 2 or 4 threads.
+	convFilterSplit = 4
+)
+
+// Filter-gradient chunking; variables rather than constants so that tests
+// can shrink them.
+var (
+	// convFilterRows is the most output positions of one filter-gradient
+	// chunk: its GEMM sums them in the element type (in the GEMM's k
+	// blocks, each gathered once from the input), and the chunks' partial
+	// gradients are then added in float64.
+	convFilterRows = 4096
+	// convPartialElems bounds the per-chunk partial filter gradients kept
+	// at once by Conv2DBackpropFilter (chunks beyond it are reduced in
+	// further rounds).
+	convPartialElems = 1 << 20
 )
 
 // convChunks cuts the output positions [0, n·p) of n images of p
@@ -541,14 +569,10 @@ type convChunks struct {
 	count    int
 }
 
-// convPlanChunks plans the chunks for im2col rows of kcol elements, at
-// most maxRows positions each (0: no limit besides the buffer budget); it
+// convPlanChunks plans the chunks for im2col rows of kcol elements; it
 // depends only on the shapes. p must be positive.
-func convPlanChunks(n, p, kcol, maxRows int) convChunks {
+func convPlanChunks(n, p, kcol int) convChunks {
 	rows := max(1, convChunkElems/max(1, kcol))
-	if maxRows > 0 {
-		rows = min(rows, maxRows)
-	}
 	c := convChunks{p: p, total: n * p}
 	if rows >= p {
 		imgs := max(1, min(n, rows/p))
@@ -571,15 +595,15 @@ func (c *convChunks) bounds(i int) (r0, r1 int) {
 	return r0, min(r0+c.rows, (b+1)*c.p)
 }
 
-// convParallel runs fn over items [0, n) on up to nw goroutines, which
-// take the items one at a time as they become free; slot in [0, nw)
-// identifies the goroutine (to pick a scratch buffer).
-func convParallel(nw, n int, fn func(slot, lo, hi int)) {
-	if nw <= 1 || n <= 1 {
-		fn(0, 0, n)
-		return
+// convFilterChunks returns how many chunks of near-equal size the total
+// output positions of a filter gradient are cut into (chunk c covers
+// [total·c/count, total·(c+1)/count)); it depends only on the shapes.
+func convFilterChunks(total int) int {
+	count := (total + convFilterRows - 1) / convFilterRows
+	if count > 1 {
+		count = min(total, (count+convFilterSplit-1)/convFilterSplit*convFilterSplit)
 	}
-	parallel.Each(nw, n, func(w, i int) { fn(w, i, i+1) })
+	return count
 }
 
 // convWorkers returns how many workers to use for items, and how many
@@ -605,35 +629,52 @@ func convRange(start, d, k, size int) (lo, hi int) {
 // im2col / col2im.
 
 // conv2DRows describes the im2col matrix of group grp, from output
-// position r0 on, as GEMM rows gathered from x: row r is the receptive
-// field of position r0+r in filter order [kh, kw, cf], one segment of cf
-// channels per filter tap, zero where the tap falls in the padding.
-func conv2DRows[T tensorx.Float](g *conv2DGeom, x []T, grp, r0 int) gemm.Rows[T] {
-	m := newConvRowsMap(g, grp)
-	return gemm.Rows[T]{
-		Data: x,
-		Seg:  g.cf,
-		Offsets: func(i0, n int, dst []int, ld int) {
-			m.fill(r0+i0, n, dst, ld)
-		},
-	}
+// position r0 on, as GEMM rows gathered from x through m (getConvRowsMap
+// of g): row r is the receptive field of position r0+r in filter order
+// [kh, kw, cf], one segment of cf channels per filter tap, zero where the
+// tap falls in the padding. The segments are read from x[grp·cf:], so one
+// map serves every group and row range.
+func conv2DRows[T tensorx.Float](g *conv2DGeom, x []T, grp, r0 int, m *convRowsMap) gemm.Rows[T] {
+	return gemm.Rows[T]{Data: x[grp*g.cf:], Seg: g.cf, First: r0, Map: m}
 }
 
-// convRowsMap computes the segment offsets of im2col rows (conv2DRows).
+// convRowsMap computes the segment offsets of im2col rows (conv2DRows):
+// it is the gemm.Offsetter of their gemm.Rows. Maps are pooled
+// (getConvRowsMap), so that a call hands the GEMM an Offsetter without
+// allocating one.
 type convRowsMap struct {
-	h, kh, kw, dh        int
-	sh, sw, pt, oh, ow   int
-	img, rowLen, base, c int   // image and input row strides; group's channel offset; depth
-	xoff                 []int // per kw tap: input offset of output column 0's pixel (may be outside)
-	jlo, jhi             []int // per kw tap: output columns whose pixel lies within the input's width
+	h, kh, kw, dh      int
+	sh, sw, pt, oh, ow int
+	img, rowLen, c     int   // image and input row strides; depth
+	xoff               []int // per kw tap: input offset of output column 0's pixel (may be outside)
+	jlo, jhi           []int // per kw tap: output columns whose pixel lies within the input's width
 }
 
-func newConvRowsMap(g *conv2DGeom, grp int) *convRowsMap {
-	m := &convRowsMap{
+// convMaps is the free list of convRowsMap.
+var convMaps struct {
+	sync.Mutex
+	free []*convRowsMap
+}
+
+// getConvRowsMap returns a map for g's im2col rows, from the free list
+// when it has one; putConvRowsMap gives it back.
+func getConvRowsMap(g *conv2DGeom) *convRowsMap {
+	convMaps.Lock()
+	var m *convRowsMap
+	if n := len(convMaps.free); n > 0 {
+		m = convMaps.free[n-1]
+		convMaps.free[n-1] = nil
+		convMaps.free = convMaps.free[:n-1]
+	}
+	convMaps.Unlock()
+	if m == nil {
+		m = new(convRowsMap)
+	}
+	*m = convRowsMap{
 		h: g.h, kh: g.kh, kw: g.kw, dh: g.dh,
 		sh: g.sh, sw: g.sw, pt: g.pt, oh: g.oh, ow: g.ow,
-		img: g.h * g.w * g.c, rowLen: g.w * g.c, base: grp * g.cf, c: g.c,
-		xoff: make([]int, g.kw), jlo: make([]int, g.kw), jhi: make([]int, g.kw),
+		img: g.h * g.w * g.c, rowLen: g.w * g.c, c: g.c,
+		xoff: resizeInts(m.xoff, g.kw), jlo: resizeInts(m.jlo, g.kw), jhi: resizeInts(m.jhi, g.kw),
 	}
 	for q := range g.kw {
 		// Column j reads input column x = j·sw + x0 with x0 = q·dw - pl;
@@ -646,10 +687,34 @@ func newConvRowsMap(g *conv2DGeom, grp int) *convRowsMap {
 	return m
 }
 
-// fill writes the offsets of positions [pos, pos+n) to dst[s*ld+r], one
+// putConvRowsMap returns m to the free list (which keeps a few maps).
+func putConvRowsMap(m *convRowsMap) {
+	convMaps.Lock()
+	if len(convMaps.free) < 2*convMaxWorkers {
+		convMaps.free = append(convMaps.free, m)
+	}
+	convMaps.Unlock()
+}
+
+// convFillInts sets every element of s to v.
+func convFillInts(s []int, v int) {
+	for i := range s {
+		s[i] = v
+	}
+}
+
+// resizeInts returns s with length n, reusing its storage when it can.
+func resizeInts(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	return s[:n]
+}
+
+// Offsets writes the offsets of positions [pos, pos+n) to dst[s*ld+r], one
 // tap and one output row at a time: -1 for the columns whose pixel falls
 // in the padding, an arithmetic sequence for the others.
-func (m *convRowsMap) fill(pos, n int, dst []int, ld int) {
+func (m *convRowsMap) Offsets(pos, n int, dst []int, ld int) {
 	p := m.oh * m.ow
 	b, rem := pos/p, pos%p
 	i, j := rem/m.ow, rem%m.ow
@@ -661,24 +726,18 @@ func (m *convRowsMap) fill(pos, n int, dst []int, ld int) {
 			for q := 0; q < m.kw; q++ {
 				row := dst[(a*m.kw+q)*ld+r : (a*m.kw+q)*ld+r+l]
 				if y < 0 || y >= m.h {
-					for t := range row {
-						row[t] = -1
-					}
+					convFillInts(row, -1)
 					continue
 				}
 				lo := min(max(j, m.jlo[q]), j+l) - j
 				hi := max(min(j+l, m.jhi[q])-j, lo)
-				for t := range row[:lo] {
-					row[t] = -1
+				convFillInts(row[:lo], -1)
+				v := b*m.img + y*m.rowLen + m.xoff[q] + (j+lo)*step
+				mid := row[lo:hi]
+				for t := range mid {
+					mid[t] = v + t*step
 				}
-				v := b*m.img + m.base + y*m.rowLen + m.xoff[q] + (j+lo)*step
-				for t := range row[lo:hi] {
-					row[lo+t] = v
-					v += step
-				}
-				for t := range row[hi:] {
-					row[hi+t] = -1
-				}
+				convFillInts(row[hi:], -1)
 			}
 		}
 		r += l
@@ -751,15 +810,17 @@ func conv2DCol2im[T tensorx.Float](g *conv2DGeom, col []T, grp, r0, r1 int, dx [
 // rows from x through conv2DRows.
 func conv2DForwardNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, f, out []T) error {
 	kcol, threads := g.kcol(), kc.NumThreads()
-	m := g.n * g.oh * g.ow
+	rows := g.n * g.oh * g.ow
 	if lda, ok := g.direct(); ok {
 		for grp := 0; grp < g.g; grp++ {
-			convGemm(false, false, m, g.og, kcol, 1, x[grp*g.cf:], lda, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
+			convGemm(false, false, rows, g.og, kcol, 1, x[grp*g.cf:], lda, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
 		}
 		return nil
 	}
+	m := getConvRowsMap(g)
+	defer putConvRowsMap(m)
 	for grp := 0; grp < g.g; grp++ {
-		gemm.GemmRowsA(m, g.og, kcol, conv2DRows(g, x, grp, 0), false, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
+		gemm.GemmRowsA(rows, g.og, kcol, conv2DRows(g, x, grp, 0, m), false, f[grp*g.og:], g.o, 0, out[grp*g.og:], g.o, threads)
 	}
 	return nil
 }
@@ -784,7 +845,7 @@ func conv2DBackpropInputNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DG
 		return conv2DBackpropInputStride1(kc, g, f, dy, dx)
 	}
 	clear(dx)
-	ch := convPlanChunks(g.n, g.oh*g.ow, kcol, 0)
+	ch := convPlanChunks(g.n, g.oh*g.ow, kcol)
 	// Work items: whole-image chunks, or whole images of several chunks,
 	// so that each image is accumulated by one worker in chunk order.
 	items, per := ch.count, 1
@@ -796,17 +857,39 @@ func conv2DBackpropInputNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DG
 	if err != nil {
 		return err
 	}
-	convParallel(nw, items, func(slot, lo, hi int) {
-		col := buf[slot*ch.rows*kcol : (slot+1)*ch.rows*kcol]
-		for c := lo * per; c < hi*per; c++ {
-			r0, r1 := ch.bounds(c)
-			for grp := 0; grp < g.g; grp++ {
-				convGemm(false, true, r1-r0, kcol, g.og, 1, dy[r0*g.o+grp*g.og:], g.o, f[grp*g.og:], g.o, 0, col, kcol, gt)
-				conv2DCol2im(g, col, grp, r0, r1, dx)
-			}
+	job := convCol2imJob[T]{g: *g, f: f, dy: dy, dx: dx, buf: buf, ch: ch, per: per, gt: gt}
+	if nw <= 1 {
+		for i := range items {
+			job.item(0, i)
 		}
-	})
+		return nil
+	}
+	j := job // only this copy moves to the heap, with the closure
+	parallel.Each(nw, items, func(w, i int) { j.item(w, i) })
 	return nil
+}
+
+// convCol2imJob is the strided input gradient's work: per item, the
+// im2col rows dy·filterᵀ of its chunks, scattered back into dx.
+type convCol2imJob[T tensorx.Float] struct {
+	g         conv2DGeom // a copy: a pointer would move the caller's to the heap
+	f, dy, dx []T
+	buf       []T // one im2col buffer per worker
+	ch        convChunks
+	per, gt   int
+}
+
+// item processes item i's chunks with worker w's buffer.
+func (j *convCol2imJob[T]) item(w, i int) {
+	g, kcol := &j.g, j.g.kcol()
+	col := j.buf[w*j.ch.rows*kcol : (w+1)*j.ch.rows*kcol]
+	for c := i * j.per; c < (i+1)*j.per; c++ {
+		r0, r1 := j.ch.bounds(c)
+		for grp := 0; grp < g.g; grp++ {
+			convGemm(false, true, r1-r0, kcol, g.og, 1, j.dy[r0*g.o+grp*g.og:], g.o, j.f[grp*g.og:], g.o, 0, col, kcol, j.gt)
+			conv2DCol2im(g, col, grp, r0, r1, j.dx)
+		}
+	}
 }
 
 // conv2DBackpropInputStride1 computes dx for unit strides as a forward
@@ -852,21 +935,22 @@ func conv2DBackpropInputStride1[T tensorx.Float](kc *registry.KernelCtx, g *conv
 }
 
 // conv2DBackpropFilterNHWC computes df = Σ im2col(x)ᵀ·dy; every element
-// of df is written. Each chunk of output positions gives a partial
+// of df is written. The output positions are cut into chunks that depend
+// only on the shapes (convFilterChunks); each chunk gives a partial
 // dfᵀ = dyᵀ·im2col(x) (the im2col rows gathered from x straight into the
-// GEMM's packed panels); the partials are added in chunk order in
-// float64.
+// GEMM's packed panels, dyᵀ packed once per k block), and the partials
+// are added in chunk order in float64, so the result does not depend on
+// the thread count.
 func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2DGeom, x, dy, df []T) error {
 	kcol, threads := g.kcol(), kc.NumThreads()
 	fsz := kcol * g.o
-	p := g.oh * g.ow
-	if p == 0 {
+	total := g.n * g.oh * g.ow
+	if total == 0 {
 		clear(df)
 		return nil
 	}
-	lda, direct := g.direct()
-	ch := convPlanChunks(g.n, p, kcol, convMaxReduceRows)
-	round := max(1, min(convMaxPartials, convPartialElems/max(1, fsz), ch.count))
+	count := convFilterChunks(total)
+	round := max(1, min(convMaxPartials, convPartialElems/max(1, fsz), count))
 	acc, err := registry.Scratch[float64](kc, fsz, true)
 	if err != nil {
 		return err
@@ -875,36 +959,34 @@ func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2D
 	if err != nil {
 		return err
 	}
-	for s := 0; s < ch.count; s += round {
-		e := min(s+round, ch.count)
+	job := convFilterJob[T]{g: *g, x: x, dy: dy, parts: parts, total: total, count: count}
+	if lda, ok := g.direct(); ok {
+		job.lda = lda
+	} else {
+		job.m = getConvRowsMap(g)
+		defer putConvRowsMap(job.m)
+	}
+	for s := 0; s < count; s += round {
+		e := min(s+round, count)
 		nw, gt := convWorkers(threads, e-s)
-		convParallel(nw, e-s, func(_, lo, hi int) {
-			for c := s + lo; c < s+hi; c++ {
-				// part holds dfᵀ: the groups' og×kcol blocks in order.
-				part := parts[(c-s)*fsz : (c-s+1)*fsz]
-				r0, r1 := ch.bounds(c)
-				for grp := 0; grp < g.g; grp++ {
-					pg := part[grp*g.og*kcol : (grp+1)*g.og*kcol]
-					dyg := dy[r0*g.o+grp*g.og:]
-					if direct {
-						convGemm(true, false, g.og, kcol, r1-r0, 1, dyg, g.o, x[r0*lda+grp*g.cf:], lda, 0, pg, kcol, gt)
-						continue
-					}
-					gemm.GemmRowsB(true, g.og, kcol, r1-r0, dyg, g.o, conv2DRows(g, x, grp, r0), 0, pg, kcol, gt)
-				}
+		job.first, job.gt = s, gt
+		if nw <= 1 {
+			for c := s; c < e; c++ {
+				job.chunk(0, c-s)
 			}
-		})
+		} else {
+			j := job // only this copy moves to the heap, with the closure
+			parallel.Each(nw, e-s, func(w, i int) { j.chunk(w, i) })
+		}
 		// acc holds dfᵀ (row o: output channel o's kcol taps), like the
 		// partials; each element adds its partials in chunk order.
-		parallel.For(threads, fsz, convSumGrain, func(lo, hi int) {
-			a := acc[lo:hi]
-			for c := s; c < e; c++ {
-				part := parts[(c-s)*fsz+lo : (c-s)*fsz+hi]
-				for i, v := range part {
-					a[i] += float64(v)
-				}
-			}
-		})
+		if n := e - s; serial(threads, fsz, convSumGrain) {
+			convAddPartials(acc, parts, fsz, n, 0, fsz)
+		} else {
+			parallel.For(threads, fsz, convSumGrain, func(lo, hi int) {
+				convAddPartials(acc, parts, fsz, n, lo, hi)
+			})
+		}
 	}
 	for o := 0; o < g.o; o++ {
 		for k, v := range acc[o*kcol : (o+1)*kcol] {
@@ -912,4 +994,46 @@ func conv2DBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *conv2D
 		}
 	}
 	return nil
+}
+
+// convFilterJob is the filter gradient's work: the partial dfᵀ of each
+// chunk of output positions.
+type convFilterJob[T tensorx.Float] struct {
+	g            conv2DGeom // a copy: a pointer would move the caller's to the heap
+	x, dy, parts []T
+	total, count int
+	m            *convRowsMap // im2col rows, or nil for a direct input
+	lda          int          // the direct input's row stride
+	first, gt    int          // the round's first chunk; threads per GEMM
+}
+
+// chunk computes chunk first+i's partial into parts[i].
+func (j *convFilterJob[T]) chunk(_, i int) {
+	g := &j.g
+	kcol := g.kcol()
+	fsz := kcol * g.o
+	c := j.first + i
+	r0, r1 := j.total*c/j.count, j.total*(c+1)/j.count
+	// The partial holds dfᵀ: the groups' og×kcol blocks in order.
+	part := j.parts[i*fsz : (i+1)*fsz]
+	for grp := 0; grp < g.g; grp++ {
+		pg := part[grp*g.og*kcol : (grp+1)*g.og*kcol]
+		dyg := j.dy[r0*g.o+grp*g.og:]
+		if j.m == nil {
+			convGemm(true, false, g.og, kcol, r1-r0, 1, dyg, g.o, j.x[r0*j.lda+grp*g.cf:], j.lda, 0, pg, kcol, j.gt)
+			continue
+		}
+		gemm.GemmRowsB(true, g.og, kcol, r1-r0, dyg, g.o, conv2DRows(g, j.x, grp, r0, j.m), 0, pg, kcol, j.gt)
+	}
+}
+
+// convAddPartials adds elements [lo, hi) of n partials of fsz elements,
+// in order, to acc.
+func convAddPartials[T tensorx.Float](acc []float64, parts []T, fsz, n, lo, hi int) {
+	a := acc[lo:hi]
+	for c := range n {
+		for i, v := range parts[c*fsz+lo : c*fsz+hi] {
+			a[i] += float64(v)
+		}
+	}
 }

@@ -77,3 +77,6 @@ func BenchmarkConv2DW3FwdBwd(b *testing.B)    { convBench(b, 8, 56, 56, 64, 128,
 func BenchmarkConv2DW4FwdBwd(b *testing.B) {
 	convBench(b, 8, 28, 28, 128, 256, 1, 1, "fwd", "bi", "bf")
 }
+func BenchmarkConv2DW2BwdFilter(b *testing.B) { convBench(b, 8, 56, 56, 64, 64, 3, 1, "bf") }
+func BenchmarkConv2DW3BwdFilter(b *testing.B) { convBench(b, 8, 56, 56, 64, 128, 3, 2, "bf") }
+func BenchmarkConv2DW4BwdFilter(b *testing.B) { convBench(b, 8, 28, 28, 128, 256, 1, 1, "bf") }

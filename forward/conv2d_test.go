@@ -104,27 +104,40 @@ func TestConv2DGrid(t *testing.T) {
 }
 
 // TestConv2DChunking uses shapes large enough to need several im2col
-// chunks: whole-image chunks, chunks splitting an image, and more chunks
-// than one reduction round of the filter gradient.
+// chunks of the strided input gradient (whole-image chunks, chunks
+// splitting an image) and several filter-gradient chunks, then runs them
+// again with the filter gradient's chunks and partial budget shrunk, so
+// that chunks start and end anywhere in an image and take several
+// reduction rounds.
 func TestConv2DChunking(t *testing.T) {
 	type cfg struct {
 		n, h, w, c, k, cf, o, s int
 		padding                 string
 		nchw                    bool
 	}
-	for _, c := range []cfg{
-		{n: 5, h: 22, w: 22, c: 64, k: 3, cf: 64, o: 2, s: 1, padding: "SAME"},             // split images, 10 chunks (2 rounds)
-		{n: 1000, h: 8, w: 8, c: 1, k: 3, cf: 1, o: 2, s: 1, padding: "VALID"},             // whole images, 2 chunks
-		{n: 1, h: 33, w: 31, c: 64, k: 3, cf: 32, o: 4, s: 1, padding: "SAME", nchw: true}, // groups, NCHW, split
+	cases := []cfg{
+		{n: 5, h: 22, w: 22, c: 64, k: 3, cf: 64, o: 2, s: 1, padding: "SAME"},             // one filter chunk
+		{n: 5, h: 22, w: 22, c: 64, k: 3, cf: 64, o: 2, s: 2, padding: "SAME"},             // strided: split images
+		{n: 1000, h: 8, w: 8, c: 1, k: 3, cf: 1, o: 2, s: 1, padding: "VALID"},             // 12 filter chunks
+		{n: 300, h: 8, w: 8, c: 1, k: 3, cf: 1, o: 2, s: 2, padding: "VALID"},              // strided: whole images
+		{n: 1, h: 33, w: 31, c: 64, k: 3, cf: 32, o: 4, s: 1, padding: "SAME", nchw: true}, // groups, NCHW
 		{n: 4, h: 20, w: 20, c: 96, k: 1, cf: 96, o: 3, s: 1, padding: "VALID"},            // direct 1x1
-	} {
-		g, ok := newNaiveConv(c.nchw, c.n, c.h, c.w, c.c, c.k, c.k, c.cf, c.o, c.s, c.s, 1, 1, c.padding, [4]int{})
-		if !ok {
-			t.Fatal("bad chunking case")
-		}
-		cc := convGridCase{g: g, ok: true, padding: c.padding}
-		convCheckCase(t, &cc, 7)
 	}
+	run := func(seed int64) {
+		for _, c := range cases {
+			g, ok := newNaiveConv(c.nchw, c.n, c.h, c.w, c.c, c.k, c.k, c.cf, c.o, c.s, c.s, 1, 1, c.padding, [4]int{})
+			if !ok {
+				t.Fatal("bad chunking case")
+			}
+			cc := convGridCase{g: g, ok: true, padding: c.padding}
+			convCheckCase(t, &cc, seed)
+		}
+	}
+	run(7)
+	rows, parts := convFilterRows, convPartialElems
+	defer func() { convFilterRows, convPartialElems = rows, parts }()
+	convFilterRows, convPartialElems = 37, 3000
+	run(8)
 }
 
 // TestConv2DDirectPaths checks the no-im2col paths against the general
@@ -519,8 +532,8 @@ func TestConv2DEmpty(t *testing.T) {
 }
 
 func TestConv2DPlanChunks(t *testing.T) {
-	for _, c := range []struct{ n, p, kcol, max int }{{5, 484, 576, 0}, {1000, 36, 9, 0}, {1, 1023, 288, 0}, {3, 7, 1 << 20, 0}, {2, 1, 1, 0}, {50, 100, 1, 4096}, {2, 5000, 1, 4096}} {
-		ch := convPlanChunks(c.n, c.p, c.kcol, c.max)
+	for _, c := range []struct{ n, p, kcol int }{{5, 484, 576}, {1000, 36, 9}, {1, 1023, 288}, {3, 7, 1 << 20}, {2, 1, 1}, {50, 100, 1}, {2, 5000, 1}} {
+		ch := convPlanChunks(c.n, c.p, c.kcol)
 		next := 0
 		for i := 0; i < ch.count; i++ {
 			r0, r1 := ch.bounds(i)
@@ -538,8 +551,30 @@ func TestConv2DPlanChunks(t *testing.T) {
 		if next != c.n*c.p {
 			t.Fatalf("%+v: chunks end at %d", c, next)
 		}
-		if ch.rows*c.kcol > convChunkElems && ch.rows > 1 || c.max > 0 && ch.rows > c.max {
+		if ch.rows*c.kcol > convChunkElems && ch.rows > 1 {
 			t.Fatalf("%+v: chunk of %d rows exceeds the budget", c, ch.rows)
+		}
+	}
+}
+
+// TestConv2DFilterChunks checks the filter gradient's chunk count: one
+// chunk up to convFilterRows positions, else a multiple of
+// convFilterSplit (or one chunk per position) of at most convFilterRows
+// positions each, none empty.
+func TestConv2DFilterChunks(t *testing.T) {
+	for _, total := range []int{1, 2, 3, 100, convFilterRows, convFilterRows + 1, 5, 6272, 25088, 32768, 1 << 20, 3*convFilterRows + 7} {
+		count := convFilterChunks(total)
+		switch {
+		case total <= convFilterRows && count != 1:
+			t.Errorf("total %d: %d chunks, want 1", total, count)
+		case total > convFilterRows && count%convFilterSplit != 0 && count != total:
+			t.Errorf("total %d: %d chunks, not a multiple of %d", total, count, convFilterSplit)
+		}
+		for c := range count {
+			r0, r1 := total*c/count, total*(c+1)/count
+			if r1 <= r0 || r1-r0 > convFilterRows {
+				t.Errorf("total %d: chunk %d of %d = [%d, %d)", total, c, count, r0, r1)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"math"
+	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -42,7 +43,13 @@ func (l convLayout) nchw() bool { return l.c == 1 }
 
 // shape builds a 4-D shape in this layout from its N, H, W, C sizes.
 func (l convLayout) shape(n, h, w, c int) []int {
-	s := make([]int, 4)
+	s := l.dims(n, h, w, c)
+	return s[:]
+}
+
+// dims is shape as an array, which stays on the caller's stack.
+func (l convLayout) dims(n, h, w, c int) [4]int {
+	var s [4]int
 	s[l.n], s[l.h], s[l.w], s[l.c] = n, h, w, c
 	return s
 }
@@ -174,10 +181,16 @@ func convCheckFits(op, what string, v int) error {
 // convShapeArg reads a 1-D int32/int64 shape argument (input_sizes,
 // filter_sizes) as []int, with TensorFlow's message for a non-vector.
 func convShapeArg(op, name string, t *tensor.Dense) ([]int, error) {
+	return convAppendShapeArg(nil, op, name, t)
+}
+
+// convAppendShapeArg is convShapeArg appending to dst: with a dst of
+// enough capacity (a stack array) it does not allocate.
+func convAppendShapeArg(dst []int, op, name string, t *tensor.Dense) ([]int, error) {
 	if len(t.Shape()) != 1 {
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: %s input must be 1-dim, not %d", op, name, len(t.Shape()))
 	}
-	v, err := tensorx.Ints(t)
+	v, err := tensorx.AppendInts(dst, t)
 	if err != nil {
 		return nil, registry.Errorf(registry.ErrDtype, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
 	}
@@ -185,11 +198,12 @@ func convShapeArg(op, name string, t *tensor.Dense) ([]int, error) {
 }
 
 // convNumel returns the element count of shape, or an ErrShape error naming
-// the op when the shape is too large to allocate.
+// the op when the shape is too large to allocate. shape does not escape
+// (the message holds a copy), so callers may pass a stack array.
 func convNumel(op string, shape []int) (int, error) {
 	n, err := tensorx.Numel(shape)
 	if err != nil {
-		return 0, registry.Errorf(registry.ErrShape, "%s: output shape %v: %v", op, shape, err)
+		return 0, registry.Errorf(registry.ErrShape, "%s: output shape %v: %v", op, slices.Clone(shape), err)
 	}
 	return n, nil
 }

@@ -22,6 +22,14 @@
 // 6×16 for float32 and 6×8 for float64, twelve YMM accumulators updated
 // with VFMADD231PS/PD from broadcast loads of A; packing uses assembly
 // too (a 6×8 register transpose for A, 64-byte row copies for B).
+// Variants with A at a stride compute the 2- and 4-row tiles at the
+// bottom edge straight into C, and read a stored Aᵀ in place (when a Rows
+// B has a single row block: a convolution's filter gradient, A = dYᵀ); for
+// every element of C they perform the full kernel's operations in the
+// same order. The assembly uses VEX encodings only: a legacy SSE
+// instruction while the upper YMM halves are dirty costs a state
+// transition on some CPUs (it made the masked Aᵀ packing 30–70 times
+// slower here).
 // Elsewhere, without those features at run time, or under the noasm build
 // tag, portable Go with the same blocking is used; the two agree up to
 // rounding (the assembly fuses multiply and add).
@@ -52,8 +60,11 @@
 //
 // Packing buffers are cached: Gemm takes a Workspace from an internal free
 // list and GemmWS uses one the caller owns, so steady-state calls do not
-// allocate (the parallel path allocates only a little bookkeeping per
-// call). A Workspace keeps, per thread and element type, at most about
-// 4 MiB for B and 150 KiB for A, plus the segment offsets of a Rows
-// operand's current row block.
+// allocate. A call split across threads copies its problem into the
+// workspace and hands internal/parallel a function built once per
+// workspace, so it allocates nothing of its own either; a Rows operand's
+// Offsetter is the caller's (a pointer to a struct it keeps). A Workspace
+// keeps, per thread and element type, at most about 4 MiB for B and
+// 150 KiB for A, plus the segment offsets of a Rows operand's current row
+// block.
 package gemm

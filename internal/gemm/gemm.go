@@ -46,6 +46,13 @@ var useAsm = asmSupported
 // summing p = 0..kc-1 in order. With beta == 0, c is not read.
 type kernelFunc[T Float] func(kc int, a, b, c []T, ldc int, alpha, beta T)
 
+// stridedKernelFunc computes rows [0, rows) of an mr×nr tile (rows 2, 4
+// or 6) like kernelFunc, with A element (i, p) at a[p*lda+i]: lda = mr is
+// a packed panel, a larger lda an A stored k×m read in place. For every
+// element of C it performs the full kernel's operations in the same
+// order.
+type stridedKernelFunc[T Float] func(rows, kc int, a []T, lda int, b, c []T, ldc int, alpha, beta T)
+
 // setup returns the blocking and micro-kernel for T.
 func setup[T Float]() (blocking, kernelFunc[T]) {
 	var z T
@@ -108,39 +115,58 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
 		blk: blk, kern: kern,
 	}
+	if useAsm {
+		pr.kernS = stridedKernel[T]()
+	}
 	// Inner-dimension blocks of near-equal size; they depend on k only.
 	nkb := (k + blk.kc - 1) / blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
 
-	tm, tn := grid(m, n, k, threads, blk)
-	cells := tm * tn
-	bufs := slots[T](ws, cells)
-	if cells == 1 {
-		pr.run(bufs[0], 0, m, 0, n)
-		return
-	}
-	runParallel(pr, bufs, tm, tn, threads)
+	stateOf[T](ws).solve(&pr, threads)
 }
 
-// runParallel computes C on a tm×tn grid of row and column ranges. Large
-// row ranges are cut further (rowSplit), and the goroutines take the
-// cells as they become free, so that a goroutine that starts late (or a
-// core busy with another process) delays one small cell rather than a
-// fixed share. Cells are aligned to the micro-tile, so every element of C
-// gets the same arithmetic whoever computes it. runParallel takes pr by
-// value so that only the parallel path moves it to the heap.
-func runParallel[T Float](pr problem[T], bufs []*buffers[T], tm, tn, threads int) {
+// solve runs pr on up to threads goroutines with st's buffers.
+func (st *wsState[T]) solve(pr *problem[T], threads int) {
+	tm, tn := grid(pr.m, pr.n, pr.k, threads, pr.blk)
+	cells := tm * tn
+	bufs := st.slots(cells)
+	if cells == 1 {
+		pr.run(bufs[0], 0, pr.m, 0, pr.n)
+		return
+	}
+	st.runParallel(pr, tm, tn, min(threads, cells))
+}
+
+// runParallel computes C on a tm×tn grid of row and column ranges with
+// st.bufs[:threads]. Large row ranges are cut further (rowSplit), and the
+// goroutines take the cells as they become free, so that a goroutine that
+// starts late (or a core busy with another process) delays one small cell
+// rather than a fixed share. Cells are aligned to the micro-tile, so every
+// element of C gets the same arithmetic whoever computes it. The problem
+// is copied into st and the goroutines run st.cell, built once per
+// workspace, so that the call allocates nothing of its own.
+func (st *wsState[T]) runParallel(pr *problem[T], tm, tn, threads int) {
+	st.pr = *pr
+	st.tm, st.tn = tm*rowSplit(pr.m, pr.n, pr.k, tm, tn, pr.blk), tn
+	if st.cell == nil {
+		st.cell = st.runCell
+	}
+	defer func() { st.pr = problem[T]{} }() // keep no reference to the caller's data
+	parallel.Each(threads, st.tm*st.tn, st.cell)
+}
+
+// runCell computes cell cell of runParallel's grid with buffers w.
+func (st *wsState[T]) runCell(w, cell int) {
+	pr := &st.pr
 	m, n, nr := pr.m, pr.n, pr.blk.nr
 	mt, nt := ceilDiv(m, mr), ceilDiv(n, nr)
-	tm *= rowSplit(m, n, pr.k, tm, tn, pr.blk)
-	parallel.Each(min(threads, len(bufs)), tm*tn, func(w, cell int) {
-		ci, cj := cell/tn, cell%tn
-		i0, i1 := mt*ci/tm*mr, min(mt*(ci+1)/tm*mr, m)
-		j0, j1 := nt*cj/tn*nr, min(nt*(cj+1)/tn*nr, n)
-		if i0 < i1 && j0 < j1 {
-			pr.run(bufs[w], i0, i1, j0, j1)
-		}
-	})
+	tm, tn := st.tm, st.tn
+	ci, cj := cell/tn, cell%tn
+	i0, i1 := mt*ci/tm*mr, min(mt*(ci+1)/tm*mr, m)
+	j0, j1 := nt*cj/tn*nr, min(nt*(cj+1)/tn*nr, n)
+	if i0 < i1 && j0 < j1 {
+		pr.run(st.bufs[w], i0, i1, j0, j1)
+	}
 }
 
 // rowSplit returns how many pieces (at most 4) each of the grid's row
@@ -210,14 +236,20 @@ type problem[T Float] struct {
 	kcb            int // inner-dimension block size (last block may be shorter)
 	kern           kernelFunc[T]
 
-	// Gathered operands (GemmRowsA, GemmRowsB); at most one is set.
-	ra, rb *Rows[T]
+	// Gathered operands (GemmRowsA, GemmRowsB); at most one is set (a
+	// non-nil Map).
+	ra, rb Rows[T]
 	// piece is the block length when ra's segments are longer than a
 	// block (each segment is cut into pieces), else 0.
 	piece int
 	// kernRows is the micro-kernel reading ra in place, or nil when ra's
 	// rows are packed for kern.
 	kernRows rowsKernelFunc[T]
+	// kernS is the strided-A kernel, or nil: edge tiles of 2 or 4 rows
+	// then run on it straight into C, and with inPlaceA it reads the full
+	// tiles of an A stored k×m in place (lazyB).
+	kernS    stridedKernelFunc[T]
+	inPlaceA bool
 }
 
 // run computes rows [i0, i1) and columns [j0, j1) of C. i0 and j0 are
@@ -265,7 +297,7 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 		}
 		for pc := 0; pc < pr.k; {
 			kc := pr.kblock(pc)
-			if pr.rb != nil && nmb == 1 {
+			if pr.rb.Map != nil && nmb == 1 {
 				// One row block: gather each B micro-panel of a Rows B
 				// right before its kernels, into one buffer kept in L1.
 				pr.lazyB(buf, i0, i1-i0, jc, nc, pc, kc)
@@ -291,30 +323,40 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 func (pr *problem[T]) lazyB(buf *buffers[T], ic, mc, jc, nc, pc, kc int) {
 	nr := pr.blk.nr
 	bp := buf.bBuf(nr*kc, pr.blk)
-	offs, ld := rowsOffsets(buf, pr.rb, pc, kc, pr.n/pr.rb.Seg)
-	ap := pr.packA(buf, ic, mc, pc, kc)
+	offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, pr.n/pr.rb.Seg)
+	var ap []T
+	if pr.inPlaceA {
+		// Only the partial tile at the end, if any, is packed (into the
+		// buffer's first panel); macro reads the others from A.
+		if full := mc / mr * mr; full < mc {
+			ap = buf.aBuf(mr*kc, pr.blk)
+			packA(ap, pr.a, pr.lda, true, ic+full, mc-full, pc, kc)
+		}
+	} else {
+		ap = pr.packA(buf, ic, mc, pc, kc)
+	}
 	for jr := 0; jr < nc; jr += nr {
 		ncr := min(nr, nc-jr)
-		packBRows(bp, pr.rb, offs, ld, kc, jc+jr, ncr, nr)
+		packBRows(bp, &pr.rb, offs, ld, kc, jc+jr, ncr, nr)
 		pr.macro(buf, ap, bp, ic, mc, jc+jr, ncr, pc, kc, pr.betaAt(pc))
 	}
 }
 
 // packB packs rows [pc, pc+kc) and columns [jc, jc+nc) of op(B) into bp.
 func (pr *problem[T]) packB(buf *buffers[T], bp []T, pc, kc, jc, nc int) {
-	if pr.rb == nil {
+	if pr.rb.Map == nil {
 		packB(bp, pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, pr.blk.nr)
 		return
 	}
-	offs, ld := rowsOffsets(buf, pr.rb, pc, kc, pr.n/pr.rb.Seg)
-	packBRows(bp, pr.rb, offs, ld, kc, jc, nc, pr.blk.nr)
+	offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, pr.n/pr.rb.Seg)
+	packBRows(bp, &pr.rb, offs, ld, kc, jc, nc, pr.blk.nr)
 }
 
 // prepA reads the segment offsets of rows [ic, ic+mc) of a Rows A into
 // buf (a no-op for a stored A).
 func (pr *problem[T]) prepA(buf *buffers[T], ic, mc int) {
-	if pr.ra != nil {
-		buf.roffs, buf.rld = rowsOffsets(buf, pr.ra, ic, mc, pr.k/pr.ra.Seg)
+	if pr.ra.Map != nil {
+		buf.roffs, buf.rld = rowsOffsets(buf, &pr.ra, ic, mc, pr.k/pr.ra.Seg)
 	}
 }
 
@@ -323,10 +365,10 @@ func (pr *problem[T]) prepA(buf *buffers[T], ic, mc int) {
 func (pr *problem[T]) packA(buf *buffers[T], ic, mc, pc, kc int) []T {
 	ap := buf.aBuf(ceilDiv(mc, mr)*mr*kc, pr.blk)
 	switch {
-	case pr.ra == nil:
+	case pr.ra.Map == nil:
 		packA(ap, pr.a, pr.lda, pr.transA, ic, mc, pc, kc)
 	case pr.kernRows == nil:
-		packARows(ap, pr.ra, buf.roffs, buf.rld, mc, pc, kc)
+		packARows(ap, &pr.ra, buf.roffs, buf.rld, mc, pc, kc)
 	default:
 		return nil
 	}
@@ -345,7 +387,9 @@ func (pr *problem[T]) betaAt(pc int) T {
 // macro multiplies a packed mc×kc block of A (columns from pc) by a
 // packed kc×nc block of B into C[ic:ic+mc, jc:jc+nc], one micro-tile at a
 // time; B's micro-panel stays in L1 while A's block streams from L2. With
-// kernRows, A is read in place through the offsets in buf instead.
+// kernRows, A is read in place through the offsets in buf instead; with
+// inPlaceA, A's full tiles are read in place from the stored Aᵀ and ap
+// holds only the partial tile's panel.
 func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc int, beta T) {
 	nr := pr.blk.nr
 	c, ldc, alpha, kern := pr.c, pr.ldc, pr.alpha, pr.kern
@@ -353,6 +397,7 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 	if pr.kernRows != nil {
 		rk = pr.rowsBlock(pc, kc)
 	}
+	full := mc / mr * mr
 	for jr := 0; jr < nc; jr += nr {
 		nrr := min(nr, nc-jr)
 		bpan := bp[jr*kc : (jr+nr)*kc]
@@ -360,15 +405,30 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 			mrr := min(mr, mc-ir)
 			off := (ic+ir)*ldc + jc + jr
 			var apan []T
-			if ap != nil {
+			switch {
+			case pr.inPlaceA && ir < full:
+				if nrr == nr {
+					pr.kernS(mr, kc, pr.a[pc*pr.lda+ic+ir:], pr.lda, bpan, c[off:], ldc, alpha, beta)
+					continue
+				}
+				// A column-edge tile: its A panel read in place too.
+				pr.edge(buf, mrr, nrr, pr.a[pc*pr.lda+ic+ir:], pr.lda, bpan, off, kc, beta)
+				continue
+			case pr.inPlaceA:
+				apan = ap[:mr*kc]
+			case ap != nil:
 				apan = ap[ir*kc : (ir+mr)*kc]
 			}
 			if mrr == mr && nrr == nr {
-				if ap == nil {
+				if apan == nil {
 					pr.kernRows(rk, buf.roffs[rk.s0*buf.rld+ir:], buf.rld, pr.ra.Seg, pr.ra.Data, bpan, c[off:], ldc, alpha, beta)
 				} else {
 					kern(kc, apan, bpan, c[off:], ldc, alpha, beta)
 				}
+				continue
+			}
+			if apan != nil && pr.kernS != nil {
+				pr.edge(buf, mrr, nrr, apan, mr, bpan, off, kc, beta)
 				continue
 			}
 			// Edge tile: run the same kernel on a full tile in buf.tmp, so
@@ -379,7 +439,7 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 					copy(tmp[i*nr:i*nr+nrr], c[off+i*ldc:off+i*ldc+nrr])
 				}
 			}
-			if ap == nil {
+			if apan == nil {
 				pr.kernRows(rk, buf.roffs[rk.s0*buf.rld+ir:], buf.rld, pr.ra.Seg, pr.ra.Data, bpan, tmp, nr, alpha, beta)
 			} else {
 				kern(kc, apan, bpan, tmp, nr, alpha, beta)
@@ -388,6 +448,30 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 				copy(c[off+i*ldc:off+i*ldc+nrr], tmp[i*nr:i*nr+nrr])
 			}
 		}
+	}
+}
+
+// edge computes an edge tile of mrr rows and nrr columns at C[off] with
+// the strided kernel (A at a with stride lda): the tile's even number of
+// rows straight into C when that is mrr and the tile is nr wide, else on
+// a tile in buf.tmp whose first mrr rows and nrr columns are copied back.
+// Either way each element of C gets the full kernel's arithmetic.
+func (pr *problem[T]) edge(buf *buffers[T], mrr, nrr int, a []T, lda int, bpan []T, off, kc int, beta T) {
+	nr, c, ldc := pr.blk.nr, pr.c, pr.ldc
+	rows := min(mr, (mrr+1)&^1)
+	if rows == mrr && nrr == nr {
+		pr.kernS(rows, kc, a, lda, bpan, c[off:], ldc, pr.alpha, beta)
+		return
+	}
+	tmp := buf.tmp[:mr*nr]
+	if beta != 0 {
+		for i := range mrr {
+			copy(tmp[i*nr:i*nr+nrr], c[off+i*ldc:off+i*ldc+nrr])
+		}
+	}
+	pr.kernS(rows, kc, a, lda, bpan, tmp, nr, pr.alpha, beta)
+	for i := range mrr {
+		copy(c[off+i*ldc:off+i*ldc+nrr], tmp[i*nr:i*nr+nrr])
 	}
 }
 
@@ -440,12 +524,38 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // thread and element type. The zero value is ready to use. A Workspace
 // must not be used by two calls at the same time.
 type Workspace struct {
-	f32 []*buffers[float32]
-	f64 []*buffers[float64]
+	f32 *wsState[float32]
+	f64 *wsState[float64]
 }
 
 // NewWorkspace returns an empty Workspace; buffers grow on first use.
 func NewWorkspace() *Workspace { return new(Workspace) }
+
+// wsState is a Workspace's state for one element type: the per-thread
+// buffers and, while a call runs on several goroutines, a copy of its
+// problem, its grid and the function the goroutines run (built once, so
+// that parallel calls allocate nothing of their own).
+type wsState[T Float] struct {
+	bufs   []*buffers[T]
+	pr     problem[T]
+	tm, tn int
+	cell   func(w, cell int)
+}
+
+// stateOf returns ws's state for T, creating it on first use.
+func stateOf[T Float](ws *Workspace) *wsState[T] {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		if ws.f32 == nil {
+			ws.f32 = new(wsState[float32])
+		}
+		return any(ws.f32).(*wsState[T])
+	}
+	if ws.f64 == nil {
+		ws.f64 = new(wsState[float64])
+	}
+	return any(ws.f64).(*wsState[T])
+}
 
 // buffers is one thread's packing scratch.
 type buffers[T Float] struct {
@@ -459,16 +569,12 @@ type buffers[T Float] struct {
 	_     [64]byte   // keep tmp of different threads on different cache lines
 }
 
-// slots returns cells per-thread buffers of ws for T, creating missing ones.
-func slots[T Float](ws *Workspace, cells int) []*buffers[T] {
-	p, ok := any(&ws.f32).(*[]*buffers[T])
-	if !ok {
-		p = any(&ws.f64).(*[]*buffers[T])
+// slots returns cells per-thread buffers, creating missing ones.
+func (st *wsState[T]) slots(cells int) []*buffers[T] {
+	for len(st.bufs) < cells {
+		st.bufs = append(st.bufs, new(buffers[T]))
 	}
-	for len(*p) < cells {
-		*p = append(*p, new(buffers[T]))
-	}
-	return (*p)[:cells]
+	return st.bufs[:cells]
 }
 
 // aBuf returns the packed-A buffer with room for n elements.

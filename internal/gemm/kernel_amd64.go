@@ -140,3 +140,74 @@ func packBPanelAsm[T Float](d, b []T, base, ldb, kc int) {
 	_, _ = d[kc*nr-1], b[base+(kc-1)*ldb+nr-1]
 	copyRows64((*byte)(unsafe.Pointer(&d[0])), (*byte)(unsafe.Pointer(&b[base])), ldb*size, kc)
 }
+
+// The strided-A micro-kernels (kernels_amd64.s): the first N rows (N = 2,
+// 4 or 6) of a 6×16 (float32) or 6×8 (float64) tile, A element (i, p) at
+// a[p*lda+i], B packed as for sgemmKernel6x16 / dgemmKernel6x8, C as
+// there. They give every element of C the bits of the full kernels.
+
+//go:noescape
+func sgemmKernelS2x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func sgemmKernelS4x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func sgemmKernelS6x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func dgemmKernelS2x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
+
+//go:noescape
+func dgemmKernelS4x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
+
+//go:noescape
+func dgemmKernelS6x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
+
+// stridedKernel returns the strided-A kernel for T, or nil where there is
+// none (no assembly).
+func stridedKernel[T Float]() stridedKernelFunc[T] {
+	if !asmSupported {
+		return nil
+	}
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(stridedKernelFunc[float32](asmStrided32)).(stridedKernelFunc[T])
+	}
+	return any(stridedKernelFunc[float64](asmStrided64)).(stridedKernelFunc[T])
+}
+
+// checkStrided checks the bounds the strided kernels rely on.
+func checkStrided(rows, kc, na, lda, nb, nr, nc, ldc int) {
+	if kc < 1 || lda < rows || na < (kc-1)*lda+rows || nb < kc*nr || nc < (rows-1)*ldc+nr {
+		panic("gemm: bad strided tile")
+	}
+}
+
+func asmStrided32(rows, kc int, a []float32, lda int, b, c []float32, ldc int, alpha, beta float32) {
+	checkStrided(rows, kc, len(a), lda, len(b), 16, len(c), ldc)
+	switch rows {
+	case 2:
+		sgemmKernelS2x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case 4:
+		sgemmKernelS4x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case 6:
+		sgemmKernelS6x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	default:
+		panic("gemm: bad strided tile")
+	}
+}
+
+func asmStrided64(rows, kc int, a []float64, lda int, b, c []float64, ldc int, alpha, beta float64) {
+	checkStrided(rows, kc, len(a), lda, len(b), 8, len(c), ldc)
+	switch rows {
+	case 2:
+		dgemmKernelS2x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case 4:
+		dgemmKernelS4x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case 6:
+		dgemmKernelS6x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	default:
+		panic("gemm: bad strided tile")
+	}
+}

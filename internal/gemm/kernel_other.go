@@ -32,3 +32,7 @@ func rowsKernel[T Float]() rowsKernelFunc[T] { return nil }
 func gatherRows64[T Float](d, data []T, offs []int, delta, seg, kc int) {
 	panic("gemm: gatherRows64 without assembly")
 }
+
+// stridedKernel returns nil without assembly: edge tiles run the full
+// kernel on a buffer and a transposed A is always packed.
+func stridedKernel[T Float]() stridedKernelFunc[T] { return nil }

@@ -2,6 +2,11 @@
 
 #include "textflag.h"
 
+// Only VEX-encoded instructions: a legacy SSE instruction (MOVUPS, MOVQ X)
+// after a 256-bit one has dirtied the upper YMM halves costs a state
+// transition on some CPUs; mixing them in packAT6NF32's masked-panel loop
+// (and packAT6NF64's) made those routines 30–70 times slower.
+
 // func packA6x8F32(dst, src *float32, lda, n8 int)
 //
 // Packs six rows of a row-major float32 matrix (row stride lda elements),
@@ -215,10 +220,10 @@ patn32_row:
 	JZ   patn32_partial
 
 patn32_panel:
-	MOVUPS (R11), X0
-	MOVQ   16(R11), X1
-	MOVUPS X0, (R12)
-	MOVQ   X1, 16(R12)
+	VMOVUPS (R11), X0
+	VMOVQ   16(R11), X1
+	VMOVUPS X0, (R12)
+	VMOVQ   X1, 16(R12)
 	ADDQ   $24, R11
 	ADDQ   R10, R12
 	DECQ   R13
@@ -230,7 +235,7 @@ patn32_partial:
 	VMASKMOVPS (R11), Y15, Y0
 	VMOVUPS X0, (R12)
 	VEXTRACTF128 $1, Y0, X1
-	MOVQ X1, 16(R12)
+	VMOVQ X1, 16(R12)
 
 patn32_next:
 	ADDQ R8, SI
@@ -267,9 +272,9 @@ patn64_row:
 
 patn64_panel:
 	VMOVUPD (R11), Y0
-	MOVUPD  32(R11), X1
+	VMOVUPD 32(R11), X1
 	VMOVUPD Y0, (R12)
-	MOVUPD  X1, 32(R12)
+	VMOVUPD X1, 32(R12)
 	ADDQ    $48, R11
 	ADDQ    R10, R12
 	DECQ    R13

@@ -8,8 +8,8 @@ import (
 // Rows is a matrix whose rows are gathered from a backing slice, the way
 // an im2col matrix is gathered from an image, without being materialised.
 // Its columns are cut into segments of Seg consecutive columns; segment s
-// of row i is Data[off : off+Seg], where off is the offset Offsets gives
-// for (i, s), or all zeros when that offset is negative. A convolution's
+// of row i is Data[off : off+Seg], where off is the offset Map gives for
+// (First+i, s), or all zeros when that offset is negative. A convolution's
 // im2col row of one output position has one segment per filter tap: the
 // input channels of the pixel under that tap, or zeros in the padding.
 type Rows[T Float] struct {
@@ -18,13 +18,31 @@ type Rows[T Float] struct {
 	// Seg is the segment length (at least 1); the number of columns is a
 	// multiple of it.
 	Seg int
+	// First is the row of Map that is the matrix's row 0, so that one Map
+	// serves several row ranges of a larger matrix.
+	First int
+	// Map gives the segment offsets.
+	Map Offsetter
+}
+
+// Offsetter gives the segment offsets of a Rows matrix. A Rows operand
+// holds it as an interface, so a caller that keeps its Offsetter between
+// calls (a pointer to a reused struct) lets GemmRowsA and GemmRowsB run
+// without allocating.
+type Offsetter interface {
 	// Offsets writes the segment offsets of rows [i0, i0+n) for every
 	// segment s into dst[s*ld+r], r < n (ld >= n): an offset into Data
 	// with off+Seg <= len(Data), or a negative value for a zero segment.
 	// It is called from the goroutines of the threads the call was given,
 	// concurrently for different row ranges.
-	Offsets func(i0, n int, dst []int, ld int)
+	Offsets(i0, n int, dst []int, ld int)
 }
+
+// OffsetsFunc adapts a function to Offsetter.
+type OffsetsFunc func(i0, n int, dst []int, ld int)
+
+// Offsets calls f.
+func (f OffsetsFunc) Offsets(i0, n int, dst []int, ld int) { f(i0, n, dst, ld) }
 
 // GemmRowsA computes C = A·op(B) + beta*C for an m×k matrix A given as
 // Rows (k a multiple of a.Seg), op(B) k×n (B stored k×n, or n×k when
@@ -41,7 +59,7 @@ func GemmRowsA[T Float](m, n, k int, a Rows[T], transB bool, b []T, ldb int, bet
 	}
 	checkMatrix("B", br, bc, len(b), ldb)
 	checkMatrix("C", m, n, len(c), ldc)
-	pr := problem[T]{transB: transB, m: m, n: n, k: k, alpha: 1, beta: beta, b: b, ldb: ldb, c: c, ldc: ldc, ra: &a}
+	pr := problem[T]{transB: transB, m: m, n: n, k: k, alpha: 1, beta: beta, b: b, ldb: ldb, c: c, ldc: ldc, ra: a}
 	gemmRows(&pr, threads)
 }
 
@@ -57,7 +75,7 @@ func GemmRowsB[T Float](transA bool, m, n, k int, a []T, lda int, b Rows[T], bet
 	checkMatrix("A", ar, ac, len(a), lda)
 	checkRows("B", k, n, b)
 	checkMatrix("C", m, n, len(c), ldc)
-	pr := problem[T]{transA: transA, m: m, n: n, k: k, alpha: 1, beta: beta, a: a, lda: lda, c: c, ldc: ldc, rb: &b}
+	pr := problem[T]{transA: transA, m: m, n: n, k: k, alpha: 1, beta: beta, a: a, lda: lda, c: c, ldc: ldc, rb: b}
 	gemmRows(&pr, threads)
 }
 
@@ -68,14 +86,18 @@ func checkRows[T Float](name string, rows, cols int, r Rows[T]) {
 	if r.Seg < 1 || cols%r.Seg != 0 {
 		panic(fmt.Sprintf("gemm: %s has %d columns, not a multiple of its segment length %d", name, cols, r.Seg))
 	}
-	if r.Offsets == nil {
-		panic(fmt.Sprintf("gemm: %s has no Offsets function", name))
+	if r.Map == nil {
+		panic(fmt.Sprintf("gemm: %s has no Offsets map", name))
 	}
 }
 
-// inPlaceRows lets the assembly kernel read a Rows A in place; tests turn
-// it off to compare with packing it.
-var inPlaceRows = true
+// inPlaceRows lets the assembly kernel read a Rows A in place, and
+// inPlaceTransA lets the strided kernels read a stored Aᵀ in place next to
+// a Rows B; tests turn them off to compare with packing.
+var (
+	inPlaceRows   = true
+	inPlaceTransA = true
+)
 
 // gemmRows runs a problem with a Rows operand.
 func gemmRows[T Float](pr *problem[T], threads int) {
@@ -92,20 +114,20 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 	pr.blk, pr.kern = setup[T]()
 	nkb := (k + pr.blk.kc - 1) / pr.blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
-	if pr.ra != nil {
+	if pr.ra.Map != nil {
 		pr.planRowsK()
 		if useAsm && inPlaceRows {
 			pr.kernRows = rowsKernel[T]()
 		}
 	}
-	tm, tn := grid(m, n, k, threads, pr.blk)
-	cells := tm * tn
-	bufs := slots[T](ws, cells)
-	if cells == 1 {
-		pr.run(bufs[0], 0, m, 0, n)
-		return
+	if useAsm {
+		pr.kernS = stridedKernel[T]()
+		// A Rows B with a single row block (so run takes lazyB for every
+		// cell) and a stored Aᵀ: the kernels read A's full tiles in place
+		// instead of packing them.
+		pr.inPlaceA = pr.rb.Map != nil && pr.transA && m <= pr.blk.mc && pr.kernS != nil && inPlaceTransA
 	}
-	runParallel(*pr, bufs, tm, tn, threads)
+	stateOf[T](ws).solve(pr, threads)
 }
 
 // planRowsK blocks the inner dimension of a Rows A along its segments:
@@ -146,7 +168,7 @@ func rowsOffsets[T Float](buf *buffers[T], r *Rows[T], i0, n, nseg int) ([]int, 
 		buf.offs = make([]int, nseg*ld)
 	}
 	offs := buf.offs[:nseg*ld]
-	r.Offsets(i0, n, offs, ld)
+	r.Map.Offsets(r.First+i0, n, offs, ld)
 	if n < ld {
 		for s := range nseg {
 			row := offs[s*ld : (s+1)*ld]

@@ -45,13 +45,13 @@ func rowsOf[T Float](rc *rowsCase) Rows[T] {
 	return Rows[T]{
 		Data: convert[T](rc.data),
 		Seg:  rc.seg,
-		Offsets: func(i0, n int, dst []int, ld int) {
+		Map: OffsetsFunc(func(i0, n int, dst []int, ld int) {
 			for r := range n {
 				for s, o := range rc.offs[i0+r] {
 					dst[s*ld+r] = o
 				}
 			}
-		},
+		}),
 	}
 }
 
@@ -174,19 +174,19 @@ func TestGemmRowsBadArgs(t *testing.T) {
 	b, c := make([]float32, 8*3), make([]float32, 6*3)
 	good := rowsOf[float32](rc)
 	past := good
-	past.Offsets = func(i0, n int, dst []int, ld int) {
-		good.Offsets(i0, n, dst, ld)
+	past.Map = OffsetsFunc(func(i0, n int, dst []int, ld int) {
+		good.Map.Offsets(i0, n, dst, ld)
 		dst[ld+n-1] = len(good.Data) - 3
-	}
+	})
 	noFn := good
-	noFn.Offsets = nil
+	noFn.Map = nil
 	// Full 16-wide panels of one segment: the assembly gather on amd64.
 	rc16 := newRowsCase(rng, 6, 1, 16)
 	wide := rowsOf[float32](rc16)
-	wide.Offsets = func(i0, n int, dst []int, ld int) {
-		rowsOf[float32](rc16).Offsets(i0, n, dst, ld)
+	wide.Map = OffsetsFunc(func(i0, n int, dst []int, ld int) {
+		rowsOf[float32](rc16).Map.Offsets(i0, n, dst, ld)
 		dst[n-1] = len(wide.Data) - 15
-	}
+	})
 	c16 := make([]float32, 3*16)
 	for _, tc := range []struct {
 		name, want string
@@ -195,11 +195,11 @@ func TestGemmRowsBadArgs(t *testing.T) {
 		{"offset past data", "past the end", func() { GemmRowsA(6, 3, 8, past, false, b, 3, 0, c, 3, 1) }},
 		{"float64 offset past data", "past the end", func() {
 			g64 := rowsOf[float64](rc)
-			g64.Offsets = past.Offsets
+			g64.Map = past.Map
 			GemmRowsA(6, 3, 8, g64, false, make([]float64, 24), 3, 0, make([]float64, 18), 3, 1)
 		}},
 		{"k not multiple of Seg", "not a multiple", func() { GemmRowsA(6, 3, 7, good, false, b, 3, 0, c, 3, 1) }},
-		{"no offsets", "no Offsets", func() { GemmRowsA(6, 3, 8, noFn, false, b, 3, 0, c, 3, 1) }},
+		{"no offsets", "no Offsets map", func() { GemmRowsA(6, 3, 8, noFn, false, b, 3, 0, c, 3, 1) }},
 		{"short B", "needs", func() { GemmRowsA(6, 3, 8, good, false, b[:20], 3, 0, c, 3, 1) }},
 		{"B rows past data", "past the end", func() { GemmRowsB(false, 3, 8, 6, c, 6, past, 0, b, 8, 1) }},
 		{"B panel past data", "past the end", func() { GemmRowsB(false, 3, 16, 6, c, 6, wide, 0, c16, 16, 1) }},
