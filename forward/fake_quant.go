@@ -300,7 +300,7 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 // ---------------------------------------------------------------------------
 // Loops. Every loop works on a flat element range [lo, hi) of a tensor
 // whose channel (grid index) is the flat index modulo d; the per-tensor ops
-// use d = 1. Grids are precomputed once per channel.
+// use d = 1. Grids are computed once per channel and call.
 
 // fqGrainElems is the least number of elements per parallel chunk. The
 // chunks (and the per-chunk partial sums of the gradients) depend only on
@@ -308,12 +308,12 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 const fqGrainElems = 1 << 15
 
 // Every element loop (forward, gradient, adjoint of every op) is one of
-// package fqkern: branch-free AVX2 assembly for float32 on amd64,
-// branch-free Go loops otherwise, bit-exact with the scalar rules of the
-// grid (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale,
-// or with /scale for Vars) and of the gradient bounds; the scalar rules
-// (quantMul, quantDiv and the scalar gradient and adjoint loops) are the
-// references of the tests. The loops take per-channel tables of
+// package fqkern: branch-free AVX2 assembly for float32 and float64 on
+// amd64, Go loops otherwise, bit-exact with the scalar rules of the grid
+// (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale, or
+// with /scale for Vars) and of the gradient bounds; the scalar rules
+// (quantMul, quantDiv and the scalar gradient and adjoint loops of the
+// tests) are their references. The loops take per-channel tables of
 // fqkern.Period(d) positions, and every chunk is a whole number of table
 // periods (but the last), so that calls start at the table's first
 // position.
@@ -321,102 +321,98 @@ const fqGrainElems = 1 << 15
 // fqGrain returns the chunk size for a table of period l.
 func fqGrain(l int) int { return max(l, fqGrainElems/l*l) }
 
-// fqQuantTable lays out the grids (one per channel) for the forward loop,
-// dividing by the scale if div (Vars), else multiplying by the inverse
-// scale.
-func fqQuantTable[T tensorx.Float](grids []fqGrid[T], div bool) *fqkern.Quant[T] {
-	q := fqkern.NewQuant[T](len(grids))
-	if div {
-		q = fqkern.NewQuantDiv[T](len(grids))
+// Steady-state calls allocate nothing on one thread: the tables live in
+// the kernel's frame (fqkern.Quant and Bounds values) with their rows in
+// kernel scratch (registry.Scratch, recycled by the allocator), loops run
+// directly when parallel.For would run them serially (a closure handed
+// to it escapes: the parallel branches give theirs a copy of the table
+// header, so that the caller's stays on its stack), the gradient's
+// per-worker sums are scratch too, and results go through kc.Results.
+
+// fqQuantTable lays out in q, in scratch memory of kc, the forward table
+// of the ranges [mins[c], maxs[c]] (one per channel, at least one),
+// nudged on the grid [qmin, qmax]: dividing by the scale if div (Vars),
+// else multiplying by the inverse scale (Args, PerChannel).
+func fqQuantTable[T tensorx.Float](kc *registry.KernelCtx, q *fqkern.Quant[T], div bool, mins, maxs []T, qmin, qmax int) error {
+	buf, err := registry.Scratch[T](kc, fqkern.QuantSize(len(mins)), false)
+	if err != nil {
+		return err
 	}
-	for c, g := range grids {
+	q.Init(len(mins), div, buf)
+	for c := range mins {
+		g := fqNudge(mins[c], maxs[c], qmin, qmax)
 		q.Set(c, fqkern.Grid[T]{NMin: g.nmin, NMax: g.nmax, Inv: g.inv, QZero: g.qzero, Scale: g.scale, Zero: g.zero})
 	}
-	return q
+	return nil
 }
 
-// fqGradBounds are the bounds of the straight-through gradient of one
-// channel: the nudged range, or (-Inf, +Inf) with zero set for the
-// min == max == 0 case.
-type fqGradBounds[T tensorx.Float] struct {
-	lo, hi T
-	zero   bool
-}
-
-// fqBounds returns the gradient bounds of every grid.
-func fqBounds[T tensorx.Float](grids []fqGrid[T]) []fqGradBounds[T] {
-	b := make([]fqGradBounds[T], len(grids))
-	for c, g := range grids {
-		if g.zero {
-			b[c] = fqGradBounds[T]{lo: T(math.Inf(-1)), hi: T(math.Inf(1)), zero: true}
-			continue
+// fqBoundsTable lays out in b, in scratch memory of kc, the gradient
+// table of the ranges [mins[c], maxs[c]] (one per channel, at least one)
+// nudged on the grid [qmin, qmax]: the nudged range of each channel, or
+// (−Inf, +Inf) passing every gradient in the min == max == 0 case, and,
+// for the adjoint (dmin not nil), each channel's d_min and d_max.
+func fqBoundsTable[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], mins, maxs []T, qmin, qmax int, dmin, dmax []T) error {
+	buf, err := registry.Scratch[T](kc, fqkern.BoundsSize(len(mins)), false)
+	if err != nil {
+		return err
+	}
+	b.Init(len(mins), buf)
+	for c := range mins {
+		g := fqNudge(mins[c], maxs[c], qmin, qmax)
+		b.Set(c, g.nmin, g.nmax, g.zero)
+		if dmin != nil {
+			b.SetAdjoint(c, dmin[c], dmax[c])
 		}
-		b[c] = fqGradBounds[T]{lo: g.nmin, hi: g.nmax}
 	}
-	return b
+	return nil
 }
 
-// fqBoundsTable lays out the gradient bounds (one per channel) for the
-// gradient and adjoint loops.
-func fqBoundsTable[T tensorx.Float](b []fqGradBounds[T]) *fqkern.Bounds[T] {
-	t := fqkern.NewBounds[T](len(b))
-	for c, p := range b {
-		t.Set(c, p.lo, p.hi, p.zero)
+// fqForward runs the forward table q over x into y in parallel: quantDiv
+// (a dividing table, Vars) or quantMul (Args, PerChannel) in every
+// channel, +0 in the min == max == 0 channels (NaN inputs included).
+func fqForward[T tensorx.Float](kc *registry.KernelCtx, q *fqkern.Quant[T], x, y []T) {
+	grain := fqGrain(q.Period())
+	if threads := kc.NumThreads(); serial(threads, len(x), grain) {
+		q.Run(y, x, 0)
+	} else {
+		qc := *q
+		parallel.For(threads, len(x), grain, func(lo, hi int) { qc.Run(y[lo:hi], x[lo:hi], lo) })
 	}
-	return t
 }
 
-// fqGrids nudges every channel's range.
-func fqGrids[T tensorx.Float](mins, maxs []T, qmin, qmax int) []fqGrid[T] {
-	grids := make([]fqGrid[T], len(mins))
-	for c := range grids {
-		grids[c] = fqNudge(mins[c], maxs[c], qmin, qmax)
-	}
-	return grids
-}
-
-// fqForward runs the forward over x with one grid per channel
-// (d = len(grids)) in parallel: quantDiv (div, Vars) or quantMul (Args,
-// PerChannel) in every channel, +0 in the min == max == 0 channels (NaN
-// inputs included).
-func fqForward[T tensorx.Float](kc *registry.KernelCtx, grids []fqGrid[T], div bool, x, y []T) {
-	q := fqQuantTable(grids, div)
-	parallel.For(kc.NumThreads(), len(x), fqGrain(q.Period()), func(lo, hi int) {
-		q.Run(y[lo:hi], x[lo:hi], lo)
-	})
-}
-
-// fqGradient is the fused gradient pass: the input gradient (gradients
-// inside [lo, hi] of the channel, inclusive; everything in a
+// fqGradient is the fused gradient pass of table b: the input gradient
+// (gradients inside [lo, hi] of the channel, inclusive; everything in a
 // min == max == 0 channel, NaN inputs included; 0 elsewhere) and the
-// per-channel sums of the gradients strictly below / above the range. The
-// sums run in float64: per table position within a chunk (element
+// per-channel sums of the gradients strictly below / above the range.
+// The sums run in float64: per table position within a chunk (element
 // order), folded into channels per chunk (position order), and the
-// chunks combined in chunk order, into bmin and bmax.
-func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], g, x, bi, bmin, bmax []T) error {
-	d := len(b)
-	n := len(x)
-	t := fqBoundsTable(b)
-	l := t.Period()
+// chunks combined in chunk order, into bmin and bmax (one per channel).
+func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], g, x, bi, bmin, bmax []T) error {
+	d, l := len(bmin), b.Period()
 	grain := fqGrain(l)
-	nc := parallel.Chunks(n, grain)
+	nc := parallel.Chunks(len(x), grain)
 	part, err := registry.Scratch[float64](kc, 2*d*nc, true)
 	if err != nil {
 		return err
 	}
-	parallel.For(kc.NumThreads(), nc, 1, func(k0, k1 int) {
-		acc := make([]float64, 2*l) // this worker's per-position sums
-		for k := k0; k < k1; k++ {
-			lo, hi := k*grain, min((k+1)*grain, n)
-			clear(acc)
-			t.Grad(bi[lo:hi], g[lo:hi], x[lo:hi], lo, acc)
-			p := part[2*d*k : 2*d*(k+1)]
-			t.Fold(acc, p[:d], p[d:])
-		}
-	})
-	for c := 0; c < d; c++ {
+	// Per-worker sums, the chunks taken one at a time by whichever worker
+	// is free (parallel.Each).
+	threads := max(1, min(kc.NumThreads(), nc))
+	accs, err := registry.Scratch[float64](kc, threads*2*l, false)
+	if err != nil {
+		return err
+	}
+	if threads == 1 {
+		fqGradChunks(b, g, x, bi, part, accs, d, grain, 0, nc)
+	} else {
+		bc := *b
+		parallel.Each(threads, nc, func(w, k int) {
+			fqGradChunks(&bc, g, x, bi, part, accs[2*l*w:2*l*(w+1)], d, grain, k, k+1)
+		})
+	}
+	for c := range d {
 		var lo, hi float64
-		for k := 0; k < nc; k++ {
+		for k := range nc {
 			lo += part[2*d*k+c]
 			hi += part[2*d*k+d+c]
 		}
@@ -425,25 +421,50 @@ func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], g,
 	return nil
 }
 
-// fqAdjoint runs the adjoint pass in parallel: d_backprops inside the
-// range (everything in a min == max == 0 channel), d_min[c] below it,
-// d_max[c] above it, 0 for NaN inputs.
-func fqAdjoint[T tensorx.Float](kc *registry.KernelCtx, b []fqGradBounds[T], dbi, dmin, dmax, x, out []T) {
-	t := fqBoundsTable(b)
-	for c := range b {
-		t.SetAdjoint(c, dmin[c], dmax[c])
+// fqGradChunks runs the gradient of the chunks [k0, k1) of grain
+// elements, folding chunk k's per-position sums (acc, 2·Period elements)
+// into part[2dk:2d(k+1)] (below, then above, for the d channels).
+func fqGradChunks[T tensorx.Float](b *fqkern.Bounds[T], g, x, bi []T, part, acc []float64, d, grain, k0, k1 int) {
+	for k := k0; k < k1; k++ {
+		lo, hi := k*grain, min((k+1)*grain, len(x))
+		clear(acc)
+		b.Grad(bi[lo:hi], g[lo:hi], x[lo:hi], lo, acc)
+		p := part[2*d*k : 2*d*(k+1)]
+		b.Fold(acc, p[:d], p[d:])
 	}
-	parallel.For(kc.NumThreads(), len(x), fqGrain(t.Period()), func(lo, hi int) {
-		t.Adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo)
-	})
+}
+
+// fqAdjoint runs the adjoint pass of table b (with d_min and d_max) in
+// parallel: d_backprops inside the range (everything in a min == max == 0
+// channel), d_min[c] below it, d_max[c] above it, 0 for NaN inputs.
+func fqAdjoint[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], dbi, x, out []T) {
+	grain := fqGrain(b.Period())
+	if threads := kc.NumThreads(); serial(threads, len(x), grain) {
+		b.Adjoint(out, dbi, x, 0)
+	} else {
+		bc := *b
+		parallel.For(threads, len(x), grain, func(lo, hi int) { bc.Adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo) })
+	}
 }
 
 // ---------------------------------------------------------------------------
 // Kernels.
 
-// fqArgsGrid validates the Args attrs and returns the grid.
-func fqArgsGrid[T tensorx.Float](op string, a FakeQuantArgsAttrs) (fqGrid[T], error) {
-	lo, hi := float32(-6), float32(6)
+// Input names of the error messages (package variables: a slice literal
+// per call could cost an allocation).
+var (
+	fqNamesFwd     = []string{"inputs", "min", "max"}
+	fqNamesGrad    = []string{"gradients", "inputs", "min", "max"}
+	fqNamesAdj     = []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}
+	fqNamesArgs    = []string{"gradients", "inputs"}
+	fqNamesMinMax  = []string{"min", "max"}
+	fqNamesAdjRngs = []string{"d_min", "d_max", "min", "max"}
+)
+
+// fqArgsRange validates the Args attrs and returns the range and the
+// integer grid bounds.
+func fqArgsRange(op string, a FakeQuantArgsAttrs) (lo, hi float32, qmin, qmax int, err error) {
+	lo, hi = -6, 6
 	if a.Min != nil {
 		lo = *a.Min
 	}
@@ -451,17 +472,14 @@ func fqArgsGrid[T tensorx.Float](op string, a FakeQuantArgsAttrs) (fqGrid[T], er
 		hi = *a.Max
 	}
 	if !(lo < hi) {
-		return fqGrid[T]{}, registry.Errorf(registry.ErrInvalidArgument, "%s: min has to be smaller than max, was: %v >= %v", op, lo, hi)
+		return 0, 0, 0, 0, registry.Errorf(registry.ErrInvalidArgument, "%s: min has to be smaller than max, was: %v >= %v", op, lo, hi)
 	}
-	qmin, qmax, err := fqBits(op, a.NumBits, a.NarrowRange)
-	if err != nil {
-		return fqGrid[T]{}, err
-	}
-	return fqNudge(T(lo), T(hi), qmin, qmax), nil
+	qmin, qmax, err = fqBits(op, a.NumBits, a.NarrowRange)
+	return lo, hi, qmin, qmax, err
 }
 
 func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	g, err := fqArgsGrid[T](fqArgs, attrs.(FakeQuantArgsAttrs))
+	lo, hi, qmin, qmax, err := fqArgsRange(fqArgs, attrs.(FakeQuantArgsAttrs))
 	if err != nil {
 		return nil, err
 	}
@@ -469,16 +487,22 @@ func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	if err != nil {
 		return nil, err
 	}
-	fqForward(kc, []fqGrid[T]{g}, false, data[T](in[0]), data[T](out))
-	return []*tensor.Dense{out}, nil
+	// Args' float32 range widened to T: exact.
+	mins, maxs := [1]T{T(lo)}, [1]T{T(hi)}
+	var q fqkern.Quant[T]
+	if err := fqQuantTable(kc, &q, false, mins[:], maxs[:], qmin, qmax); err != nil {
+		return nil, err
+	}
+	fqForward(kc, &q, data[T](in[0]), data[T](out))
+	return kc.Results(out), nil
 }
 
 func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	g, err := fqArgsGrid[T](fqArgsGrad, attrs.(FakeQuantArgsAttrs))
+	lo, hi, qmin, qmax, err := fqArgsRange(fqArgsGrad, attrs.(FakeQuantArgsAttrs))
 	if err != nil {
 		return nil, err
 	}
-	if err := fqDtypes(fqArgsGrad, []string{"gradients", "inputs"}, in); err != nil {
+	if err := fqDtypes(fqArgsGrad, fqNamesArgs, in); err != nil {
 		return nil, err
 	}
 	if err := fqSameShape(fqArgsGrad, "gradients", in[0], in[1]); err != nil {
@@ -492,9 +516,13 @@ func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*
 	// adjoint loop with d_min = d_max = +0 (gradients inside the nudged
 	// range, +0 outside and for NaN inputs; Args' range is never the
 	// min == max == 0 one).
-	zero := []T{0}
-	fqAdjoint(kc, fqBounds([]fqGrid[T]{g}), data[T](in[0]), zero, zero, data[T](in[1]), data[T](out))
-	return []*tensor.Dense{out}, nil
+	mins, maxs, zero := [1]T{T(lo)}, [1]T{T(hi)}, [1]T{}
+	var b fqkern.Bounds[T]
+	if err := fqBoundsTable(kc, &b, mins[:], maxs[:], qmin, qmax, zero[:], zero[:]); err != nil {
+		return nil, err
+	}
+	fqAdjoint(kc, &b, data[T](in[0]), data[T](in[1]), data[T](out))
+	return kc.Results(out), nil
 }
 
 // fqRangeCheck checks num_bits (attrs are FakeQuantAttrs) and that every
@@ -508,82 +536,62 @@ func fqRangeCheck(op string, attrs any, names []string, in []*tensor.Dense) (qmi
 	return qmin, qmax, fqDtypes(op, names, in)
 }
 
-// fqRangeGrids checks the range-shaped inputs ts (named by names; their
-// last two are min and max) of a Vars op (scalars) or a PerChannel op
-// (vectors of the size of the last axis of x, of rank at most maxRank if
-// > 0) and returns the nudged grids: one for Vars, one per channel for
-// PerChannel (none when x has no channel).
-func fqRangeGrids[T tensorx.Float](op string, perChannel bool, x *tensor.Dense, maxRank int, names []string, ts []*tensor.Dense, qmin, qmax int) ([]fqGrid[T], error) {
-	mn, mx := data[T](ts[len(ts)-2]), data[T](ts[len(ts)-1])
+// fqRanges checks the range-shaped inputs ts (named by names; their last
+// two are min and max) of a Vars op (scalars) or a PerChannel op (vectors
+// of the size of the last axis of x, of rank at most maxRank if > 0) and
+// returns the data of min and max: one range for Vars, one per channel
+// for PerChannel (none when x has no channel).
+func fqRanges[T tensorx.Float](op string, perChannel bool, x *tensor.Dense, maxRank int, names []string, ts []*tensor.Dense) (mins, maxs []T, err error) {
 	if !perChannel {
-		if err := fqScalars(op, names, ts...); err != nil {
-			return nil, err
-		}
-		return []fqGrid[T]{fqNudge(mn[0], mx[0], qmin, qmax)}, nil
+		err = fqScalars(op, names, ts...)
+	} else {
+		_, err = fqChannels(op, x, maxRank, names, ts...)
 	}
-	if _, err := fqChannels(op, x, maxRank, names, ts...); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return fqGrids(mn, mx, qmin, qmax), nil
+	return data[T](ts[len(ts)-2]), data[T](ts[len(ts)-1]), nil
 }
 
 func fqVarsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(fqVars, attrs, []string{"inputs", "min", "max"}, in)
-	if err != nil {
-		return nil, err
-	}
-	grids, err := fqRangeGrids[T](fqVars, false, in[0], 0, []string{"min", "max"}, in[1:], qmin, qmax)
-	if err != nil {
-		return nil, err
-	}
-	if grids[0].zero {
-		out, err := kc.Zeros(in[0].Dtype(), in[0].Shape()...)
-		return []*tensor.Dense{out}, err
-	}
-	out, err := like(kc, in[0])
-	if err != nil {
-		return nil, err
-	}
-	fqForward(kc, grids, true, data[T](in[0]), data[T](out))
-	return []*tensor.Dense{out}, nil
+	return fqRangeKernel[T](kc, fqVars, false, attrs, in)
 }
 
 func fqChannelKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(fqChannel, attrs, []string{"inputs", "min", "max"}, in)
+	return fqRangeKernel[T](kc, fqChannel, true, attrs, in)
+}
+
+// fqRangeKernel is the kernel of the Vars (perChannel false: the
+// dividing forward) and PerChannel forward ops.
+func fqRangeKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesFwd, in)
 	if err != nil {
 		return nil, err
 	}
-	grids, err := fqRangeGrids[T](fqChannel, true, in[0], 0, []string{"min", "max"}, in[1:], qmin, qmax)
+	mins, maxs, err := fqRanges[T](op, perChannel, in[0], 0, fqNamesMinMax, in[1:])
 	if err != nil {
 		return nil, err
+	}
+	if !perChannel && mins[0] == 0 && maxs[0] == 0 {
+		out, err := kc.Zeros(in[0].Dtype(), in[0].Shape()...)
+		if err != nil {
+			return nil, err
+		}
+		return kc.Results(out), nil
 	}
 	out, err := like(kc, in[0])
 	if err != nil {
 		return nil, err
 	}
-	if len(grids) == 0 || tensorx.Len(in[0]) == 0 {
-		return []*tensor.Dense{out}, nil
+	if len(mins) == 0 || tensorx.Len(in[0]) == 0 {
+		return kc.Results(out), nil
 	}
-	fqForward(kc, grids, false, data[T](in[0]), data[T](out))
-	return []*tensor.Dense{out}, nil
-}
-
-// fqGradOutputs allocates the three outputs of a Vars/PerChannel gradient
-// op: the input gradient like inputs, the min/max gradients like min.
-func fqGradOutputs(kc *registry.KernelCtx, x, mn *tensor.Dense) ([]*tensor.Dense, error) {
-	bi, err := like(kc, x)
-	if err != nil {
+	var q fqkern.Quant[T]
+	if err := fqQuantTable(kc, &q, !perChannel, mins, maxs, qmin, qmax); err != nil {
 		return nil, err
 	}
-	bmin, err := like(kc, mn)
-	if err != nil {
-		return nil, err
-	}
-	bmax, err := like(kc, mn)
-	if err != nil {
-		return nil, err
-	}
-	return []*tensor.Dense{bi, bmin, bmax}, nil
+	fqForward(kc, &q, data[T](in[0]), data[T](out))
+	return kc.Results(out), nil
 }
 
 func fqVarsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -595,31 +603,44 @@ func fqChannelGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in 
 }
 
 // fqRangeGradKernel is the kernel of the Vars (perChannel false) and
-// PerChannel gradient ops (inputs of rank 1..4): the fused gradient pass.
+// PerChannel gradient ops (inputs of rank 1..4): the fused gradient pass
+// into the input gradient (like inputs) and the min/max gradients (like
+// min).
 func fqRangeGradKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(op, attrs, []string{"gradients", "inputs", "min", "max"}, in)
+	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesGrad, in)
 	if err != nil {
 		return nil, err
 	}
 	if err := fqSameShape(op, "gradients", in[0], in[1]); err != nil {
 		return nil, err
 	}
-	grids, err := fqRangeGrids[T](op, perChannel, in[1], 4, []string{"min", "max"}, in[2:], qmin, qmax)
+	mins, maxs, err := fqRanges[T](op, perChannel, in[1], 4, fqNamesMinMax, in[2:])
 	if err != nil {
 		return nil, err
 	}
-	out, err := fqGradOutputs(kc, in[1], in[2])
+	bi, err := like(kc, in[1])
 	if err != nil {
 		return nil, err
 	}
-	if len(grids) == 0 {
-		return out, nil
-	}
-	err = fqGradient(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](out[0]), data[T](out[1]), data[T](out[2]))
+	bmin, err := like(kc, in[2])
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	bmax, err := like(kc, in[2])
+	if err != nil {
+		return nil, err
+	}
+	if len(mins) == 0 {
+		return kc.Results(bi, bmin, bmax), nil
+	}
+	var b fqkern.Bounds[T]
+	if err := fqBoundsTable(kc, &b, mins, maxs, qmin, qmax, nil, nil); err != nil {
+		return nil, err
+	}
+	if err := fqGradient(kc, &b, data[T](in[0]), data[T](in[1]), data[T](bi), data[T](bmin), data[T](bmax)); err != nil {
+		return nil, err
+	}
+	return kc.Results(bi, bmin, bmax), nil
 }
 
 func fqVarsAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -633,15 +654,15 @@ func fqChannelAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in [
 // fqRangeAdjKernel is the kernel of the tapegrad adjoint ops of the Vars
 // (perChannel false) and PerChannel gradient ops.
 func fqRangeAdjKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(op, attrs, []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}, in)
+	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesAdj, in)
 	if err != nil {
 		return nil, err
 	}
 	if err := fqSameShape(op, "d_backprops", in[0], in[3]); err != nil {
 		return nil, err
 	}
-	ranges := []*tensor.Dense{in[1], in[2], in[4], in[5]}
-	grids, err := fqRangeGrids[T](op, perChannel, in[3], 0, []string{"d_min", "d_max", "min", "max"}, ranges, qmin, qmax)
+	ranges := [4]*tensor.Dense{in[1], in[2], in[4], in[5]}
+	mins, maxs, err := fqRanges[T](op, perChannel, in[3], 0, fqNamesAdjRngs, ranges[:])
 	if err != nil {
 		return nil, err
 	}
@@ -649,9 +670,13 @@ func fqRangeAdjKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perCha
 	if err != nil {
 		return nil, err
 	}
-	if len(grids) == 0 || tensorx.Len(in[3]) == 0 {
-		return []*tensor.Dense{out}, nil
+	if len(mins) == 0 || tensorx.Len(in[3]) == 0 {
+		return kc.Results(out), nil
 	}
-	fqAdjoint(kc, fqBounds(grids), data[T](in[0]), data[T](in[1]), data[T](in[2]), data[T](in[3]), data[T](out))
-	return []*tensor.Dense{out}, nil
+	var b fqkern.Bounds[T]
+	if err := fqBoundsTable(kc, &b, mins, maxs, qmin, qmax, data[T](in[1]), data[T](in[2])); err != nil {
+		return nil, err
+	}
+	fqAdjoint(kc, &b, data[T](in[0]), data[T](in[3]), data[T](out))
+	return kc.Results(out), nil
 }

@@ -852,29 +852,30 @@ func fqW8(b *testing.B) []*tensor.Dense {
 }
 
 // fqBenchRun runs the ops of steps (op name, attrs, inputs) once per
-// iteration on one thread. Outputs go back to the pool, so every
-// iteration reuses the same buffers, like the tape's arena in steady
-// state.
+// iteration on one thread. Buffers are recycled (fqRecycler), so every
+// iteration reuses the same ones, like the tape's arena in steady state,
+// and the allocations reported are the kernels' own.
 func fqBenchRun(b *testing.B, steps ...fqBenchStep) {
-	alloc := &testutil.PoolAlloc{}
+	alloc := &fqRecycler{}
 	kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
 	defs := make([]*registry.OpDef, len(steps))
+	attrs := make([]any, len(steps))
 	for i, s := range steps {
 		def, err := registry.Lookup(s.op)
 		if err != nil {
+			b.Fatal(err)
+		}
+		if attrs[i], err = def.NormalizeAttrs(s.attrs); err != nil {
 			b.Fatal(err)
 		}
 		defs[i] = def
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		alloc.reset()
 		for k, s := range steps {
-			out, err := registry.Run(defs[k], kc, s.attrs, s.in)
-			if err != nil {
+			if _, err := registry.RunNormalized(defs[k], kc, attrs[k], s.in); err != nil {
 				b.Fatal(err)
-			}
-			for _, d := range out {
-				alloc.Release(d)
 			}
 		}
 	}
@@ -997,6 +998,36 @@ func (g *fqGrid[T]) quantDiv(x T) T {
 	}
 	t := T(T(v-g.nmin) / g.scale)
 	return T(fqFloor(T(T(t-g.qzero)+0.5)) * g.scale)
+}
+
+// fqGradBounds are the bounds of the straight-through gradient of one
+// channel for the scalar references: the nudged range, or (-Inf, +Inf)
+// with zero set for the min == max == 0 case.
+type fqGradBounds[T tensorx.Float] struct {
+	lo, hi T
+	zero   bool
+}
+
+// fqBounds returns the gradient bounds of every grid.
+func fqBounds[T tensorx.Float](grids []fqGrid[T]) []fqGradBounds[T] {
+	b := make([]fqGradBounds[T], len(grids))
+	for c, g := range grids {
+		if g.zero {
+			b[c] = fqGradBounds[T]{lo: T(math.Inf(-1)), hi: T(math.Inf(1)), zero: true}
+			continue
+		}
+		b[c] = fqGradBounds[T]{lo: g.nmin, hi: g.nmax}
+	}
+	return b
+}
+
+// fqGrids nudges every channel's range.
+func fqGrids[T tensorx.Float](mins, maxs []T, qmin, qmax int) []fqGrid[T] {
+	grids := make([]fqGrid[T], len(mins))
+	for c := range grids {
+		grids[c] = fqNudge(mins[c], maxs[c], qmin, qmax)
+	}
+	return grids
 }
 
 // fqScalarForward is the scalar forward loop: quantMul (quantDiv if div)
@@ -1271,4 +1302,160 @@ func testFakeQuantPerTensorLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype)
 func TestFakeQuantPerTensorLoops(t *testing.T) {
 	testFakeQuantPerTensorLoops[float32](t, tensor.Float32)
 	testFakeQuantPerTensorLoops[float64](t, tensor.Float64)
+}
+
+// ---------------------------------------------------------------------------
+// Allocations.
+
+// fqRecycler is an Allocator that recycles every buffer it handed out
+// once reset: the tape's arena in steady state, without allocating
+// itself (a linear search over its buffers).
+type fqRecycler struct{ bufs []fqRecycled }
+
+// fqRecycled is one buffer of an fqRecycler.
+type fqRecycled struct {
+	d    *tensor.Dense
+	used bool
+}
+
+func (r *fqRecycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
+	for i := range r.bufs {
+		b := &r.bufs[i]
+		if !b.used && b.d.Dtype() == dt && tensorx.SameShape(b.d.Shape(), shape) {
+			b.used = true
+			if zeroed {
+				switch dt {
+				case tensor.Float32:
+					clear(b.d.Float32s())
+				case tensor.Float64:
+					clear(b.d.Float64s())
+				}
+			}
+			return b.d, nil
+		}
+	}
+	d, err := tensorx.Zeros(dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	r.bufs = append(r.bufs, fqRecycled{d: d, used: true})
+	return d, nil
+}
+
+func (r *fqRecycler) Release(d *tensor.Dense) {
+	for i := range r.bufs {
+		if r.bufs[i].d == d {
+			r.bufs[i].used = false
+		}
+	}
+}
+
+// reset makes every buffer free again.
+func (r *fqRecycler) reset() {
+	for i := range r.bufs {
+		r.bufs[i].used = false
+	}
+}
+
+// fqParAllocBound is what a call may allocate when its loops run on two
+// threads: the closure handed to internal/parallel, the table header it
+// copies, and the gradient's per-worker sums.
+const fqParAllocBound = 8
+
+// TestFakeQuantAllocations checks that a steady-state call of every op of
+// the family (forward, gradient and adjoint; Args, Vars, PerChannel;
+// float32 and float64, the zero range included, inputs of several
+// parallel chunks) allocates nothing on one thread when its buffers are
+// recycled, and at most fqParAllocBound objects on two: the tables live
+// in the kernel's frame with their rows in recycled scratch, the loops run
+// without a closure, the results go through kc.Results.
+func TestFakeQuantAllocations(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	mk := func(dt tensor.Dtype, vals func(i int) float64, shape ...int) *tensor.Dense {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = vals(i)
+		}
+		return testutil.Dense(t, dt, shape, v)
+	}
+	normal := func(int) float64 { return 2 * r.NormFloat64() }
+	big := 3*fqGrainElems + 5 // four chunks of one channel
+	lo, hi := float32(-1.5), float32(2)
+	args := FakeQuantArgsAttrs{Min: &lo, Max: &hi}
+	var cases []struct {
+		name  string
+		op    string
+		attrs any
+		in    []*tensor.Dense
+	}
+	add := func(name, op string, attrs any, in ...*tensor.Dense) {
+		cases = append(cases, struct {
+			name  string
+			op    string
+			attrs any
+			in    []*tensor.Dense
+		}{name, op, attrs, in})
+	}
+	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+		for _, n := range []int{30, big} {
+			x, g := mk(dt, normal, n), mk(dt, normal, n)
+			mn, mx := mk(dt, func(int) float64 { return -1.25 }), mk(dt, func(int) float64 { return 2.5 })
+			zero := mk(dt, func(int) float64 { return 0 })
+			name := fmt.Sprintf("%v n=%d", dt, n)
+			add(name, fqArgs, args, x)
+			add(name, fqArgsGrad, args, g, x)
+			add(name, fqVars, nil, x, mn, mx)
+			add(name+" zero range", fqVars, nil, x, zero, zero)
+			add(name, fqVarsGrad, nil, g, x, mn, mx)
+			add(name+" zero range", fqVarsGrad, nil, g, x, zero, zero)
+			add(name, fqVarsAdj, nil, g, mn, mx, x, mn, mx)
+		}
+		// PerChannel: 5 channels (one of them min == max == 0), and 64
+		// channels over four chunks.
+		for _, shape := range [][]int{{4, 6, 5}, {4, 1024, 64}} {
+			d := shape[len(shape)-1]
+			x, g := mk(dt, normal, shape...), mk(dt, normal, shape...)
+			mn := mk(dt, func(c int) float64 { return float64(map[bool]int{true: 0, false: -1 - c%3}[c == 3]) }, d)
+			mx := mk(dt, func(c int) float64 { return float64(map[bool]int{true: 0, false: 1 + c%4}[c == 3]) }, d)
+			dmn, dmx := mk(dt, normal, d), mk(dt, normal, d)
+			name := fmt.Sprintf("%v %v", dt, shape)
+			add(name, fqChannel, nil, x, mn, mx)
+			add(name, fqChannelGrad, nil, g, x, mn, mx)
+			add(name, fqChannelAdj, nil, g, dmn, dmx, x, mn, mx)
+		}
+	}
+	for _, c := range cases {
+		def, err := registry.Lookup(c.op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := def.NormalizeAttrs(c.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{1, 2} {
+			alloc := &fqRecycler{}
+			kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
+			run := func() {
+				alloc.reset()
+				if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
+					t.Fatalf("%s %s: %v", c.op, c.name, err)
+				}
+			}
+			run()
+			n := testing.AllocsPerRun(20, run)
+			t.Logf("%s %s, %d threads: %v allocations per run", c.op, c.name, threads, n)
+			bound := 0.0
+			if threads > 1 {
+				bound = fqParAllocBound
+			}
+			if n > bound {
+				t.Errorf("%s %s, %d threads: %v allocations per run, want at most %v", c.op, c.name, threads, n, bound)
+			}
+		}
+	}
 }

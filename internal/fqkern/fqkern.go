@@ -2,9 +2,10 @@
 // (forward.FakeQuantWithMinMaxVarsPerChannel, its gradient and adjoint
 // ops, and the per-tensor ops FakeQuantWithMinMaxArgs and
 // FakeQuantWithMinMaxVars with theirs as one channel): branch-free AVX2
-// assembly for float32 on amd64 (Enabled), and the portable, also
-// branch-free, Go loops of kernel_go.go for float64, elsewhere and under
-// the noasm build tag.
+// assembly for float32 and float64 on amd64 (Enabled), and the portable
+// Go loops of kernel_go.go elsewhere and under the noasm build tag
+// (branch-free, or branching on the in-range test where the inputs mostly
+// pass it).
 //
 // Every loop walks a flat tensor whose channel is the flat index modulo d.
 // The per-channel parameters are laid out once per call as tables of
@@ -99,27 +100,47 @@ func ones[T tensorx.Float]() T {
 
 // Quant is the forward parameter table of d channels.
 type Quant[T tensorx.Float] struct {
-	d, l int
-	div  bool // divide by Scale instead of multiplying by Inv
-	tab  []T  // qRows rows of l positions
+	d, l  int
+	div   bool // divide by Scale instead of multiplying by Inv
+	zeros int  // channels whose grid is Zero
+	tab   []T  // qRows rows of l positions
 }
+
+// QuantSize returns the number of elements of the forward table of d ≥ 1
+// channels (the buffer of Quant.Init).
+func QuantSize(d int) int { return qRows * Period(d) }
 
 // NewQuant returns the table of d ≥ 1 channels whose forward multiplies
 // by the inverse scale (FakeQuantWithMinMaxArgs and
 // FakeQuantWithMinMaxVarsPerChannel), every channel a zero grid until
 // Set.
 func NewQuant[T tensorx.Float](d int) *Quant[T] {
-	l := Period(d)
-	return &Quant[T]{d: d, l: l, tab: make([]T, qRows*l)}
+	q := new(Quant[T])
+	q.Init(d, false, make([]T, QuantSize(d)))
+	return q
 }
 
 // NewQuantDiv returns the table of d ≥ 1 channels whose forward divides
 // by the scale, as TensorFlow's FakeQuantWithMinMaxVars does (the two
 // forms can differ in the last bit), every channel a zero grid until Set.
 func NewQuantDiv[T tensorx.Float](d int) *Quant[T] {
-	q := NewQuant[T](d)
-	q.div = true
+	q := new(Quant[T])
+	q.Init(d, true, make([]T, QuantSize(d)))
 	return q
+}
+
+// Init makes q the table of d ≥ 1 channels in buf, of QuantSize(d)
+// elements (q keeps it; Init clears it): the forward divides by the
+// scale if div (NewQuantDiv), else multiplies by the inverse scale
+// (NewQuant); every channel is a zero grid until Set. A Quant that lives
+// in its caller's frame with a buffer from a pool costs no allocation.
+func (q *Quant[T]) Init(d int, div bool, buf []T) {
+	l := Period(d)
+	if len(buf) != qRows*l {
+		panic(fmt.Sprintf("fqkern: table of %d elements for %d channels, want %d", len(buf), d, qRows*l))
+	}
+	clear(buf)
+	*q = Quant[T]{d: d, l: l, div: div, zeros: d, tab: buf}
 }
 
 // Period returns the table length (Period(d)).
@@ -130,8 +151,15 @@ func (q *Quant[T]) Set(c int, g Grid[T]) {
 	if c < 0 || c >= q.d {
 		panic(fmt.Sprintf("fqkern: channel %d of %d", c, q.d))
 	}
+	was, zero := q.tab[qKeep*q.l+c] == 0, g.Zero // keep is a NaN but in zero channels
+	switch {
+	case was && !zero:
+		q.zeros--
+	case !was && zero:
+		q.zeros++
+	}
 	keep := ones[T]()
-	if g.Zero {
+	if zero {
 		g = Grid[T]{}
 		keep = 0
 	}
@@ -152,7 +180,7 @@ func (q *Quant[T]) Run(y, x []T, at int) {
 		panic(fmt.Sprintf("fqkern: Run on %d outputs, %d inputs at %d", len(y), len(x), at))
 	}
 	walk(q.l, len(x), at, func(i, p, n, rows int) {
-		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows, q.div)
+		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows, q.div, q.zeros > 0, q.d == 1)
 	})
 }
 
@@ -183,11 +211,28 @@ type Bounds[T tensorx.Float] struct {
 	tab  []T // bRows rows of l positions
 }
 
+// BoundsSize returns the number of elements of the gradient table of
+// d ≥ 1 channels (the buffer of Bounds.Init).
+func BoundsSize(d int) int { return bRows * Period(d) }
+
 // NewBounds returns the table of d ≥ 1 channels, every range [0, 0] until
 // Set.
 func NewBounds[T tensorx.Float](d int) *Bounds[T] {
+	b := new(Bounds[T])
+	b.Init(d, make([]T, BoundsSize(d)))
+	return b
+}
+
+// Init makes b the table of d ≥ 1 channels in buf, of BoundsSize(d)
+// elements (b keeps it; Init clears it), every range [0, 0] and every
+// d_min, d_max 0 until Set and SetAdjoint.
+func (b *Bounds[T]) Init(d int, buf []T) {
 	l := Period(d)
-	return &Bounds[T]{d: d, l: l, tab: make([]T, bRows*l)}
+	if len(buf) != bRows*l {
+		panic(fmt.Sprintf("fqkern: table of %d elements for %d channels, want %d", len(buf), d, bRows*l))
+	}
+	clear(buf)
+	*b = Bounds[T]{d: d, l: l, tab: buf}
 }
 
 // Period returns the table length (Period(d)).
@@ -225,7 +270,9 @@ func (b *Bounds[T]) SetAdjoint(c int, dmin, dmax T) {
 // at): bi = g where lo ≤ x ≤ hi (and everywhere in a zero channel), else
 // 0; for x < lo it adds g to acc[j], for x > hi (and not below) to
 // acc[l+j], j the element's table position, in float64. NaN inputs are
-// neither in, below nor above. acc has 2·Period() elements.
+// neither in, below nor above. acc has 2·Period() elements, none of them
+// −0 (a sum that starts at +0 never becomes −0): the kernels may skip the
+// +0 terms of the in-range elements, which would turn a −0 into +0.
 func (b *Bounds[T]) Grad(bi, g, x []T, at int, acc []float64) {
 	if len(bi) != len(x) || len(g) != len(x) || len(acc) != 2*b.l || at < 0 {
 		panic(fmt.Sprintf("fqkern: Grad on %d, %d, %d elements, %d sums at %d", len(bi), len(g), len(x), len(acc), at))
@@ -260,7 +307,7 @@ func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
 	}
 	walk(b.l, len(x), at, func(i, p, n, rows int) {
 		e := i + n*rows
-		adj(out[i:e], dbi[i:e], x[i:e], b.tab[p:], b.l, n, rows)
+		adj(out[i:e], dbi[i:e], x[i:e], b.tab[p:], b.l, n, rows, b.d == 1)
 	})
 }
 
@@ -268,21 +315,31 @@ func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
 // rows l apart), the call covers rows·n elements in rows of n ≤ l, row r
 // at elements [r·n, (r+1)·n) with positions 0..n−1 of tab.
 
-// fwd dispatches the forward kernel (the dividing one if div).
-func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div bool) {
+// fwd dispatches the forward kernel (the dividing one if div; zeros if
+// the table has zero channels, uni if it has one channel).
+func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div, zeros, uni bool) {
 	check(len(x), len(tab), qRows, l, n, rows)
 	if Enabled {
-		if y32, ok := any(y).([]float32); ok {
-			yp, xp, tp := &y32[0], &any(x).([]float32)[0], &any(tab).([]float32)[0]
+		switch ys := any(y).(type) {
+		case []float32:
+			yp, xp, tp := &ys[0], &any(x).([]float32)[0], &any(tab).([]float32)[0]
 			if div {
 				fwdDiv32(yp, xp, tp, l, n, rows)
 			} else {
 				fwd32(yp, xp, tp, l, n, rows)
 			}
 			return
+		case []float64:
+			yp, xp, tp := &ys[0], &any(x).([]float64)[0], &any(tab).([]float64)[0]
+			if div {
+				fwdDiv64(yp, xp, tp, l, n, rows)
+			} else {
+				fwd64(yp, xp, tp, l, n, rows)
+			}
+			return
 		}
 	}
-	fwdGo(y, x, tab, l, n, rows, div)
+	fwdGo(y, x, tab, l, n, rows, div, zeros, uni)
 }
 
 // grad dispatches the gradient kernel.
@@ -292,24 +349,32 @@ func grad[T tensorx.Float](bi, g, x, tab []T, l, n, rows int, acc []float64) {
 		panic("fqkern: sums too short")
 	}
 	if Enabled {
-		if bi32, ok := any(bi).([]float32); ok {
-			grad32(&bi32[0], &any(g).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows, &acc[0])
+		switch bs := any(bi).(type) {
+		case []float32:
+			grad32(&bs[0], &any(g).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows, &acc[0])
+			return
+		case []float64:
+			grad64(&bs[0], &any(g).([]float64)[0], &any(x).([]float64)[0], &any(tab).([]float64)[0], l, n, rows, &acc[0])
 			return
 		}
 	}
 	gradGo(bi, g, x, tab, l, n, rows, acc)
 }
 
-// adj dispatches the adjoint kernel.
-func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int) {
+// adj dispatches the adjoint kernel (uni if the table has one channel).
+func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int, uni bool) {
 	check(len(x), len(tab), bRows, l, n, rows)
 	if Enabled {
-		if o32, ok := any(out).([]float32); ok {
-			adj32(&o32[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+		switch os := any(out).(type) {
+		case []float32:
+			adj32(&os[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+			return
+		case []float64:
+			adj64(&os[0], &any(dbi).([]float64)[0], &any(x).([]float64)[0], &any(tab).([]float64)[0], l, n, rows)
 			return
 		}
 	}
-	adjGo(out, dbi, x, tab, l, n, rows)
+	adjGo(out, dbi, x, tab, l, n, rows, uni)
 }
 
 // check validates a kernel call reading nrows table rows (the slices'

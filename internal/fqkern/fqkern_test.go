@@ -187,15 +187,53 @@ var shapes = []struct{ d, n, at int }{
 	{129, 129 * 5, 0}, {129, 129 * 5, 258}, {1030, 1030 * 2, 0}, {16, 160, 48}, {2, 1, 1},
 }
 
+// phasedShapes add lengths of many table periods to shapes, for
+// phased inputs.
+var phasedShapes = append([]struct{ d, n, at int }{{1, 256 * 40, 0}, {3, 3 * 4000, 6}, {64, 64 * 300, 64}}, shapes...)
+
+// phased returns n inputs for channels gs (channel = index mod d) whose
+// element i lies in table row (at + i)/Period(d), each row of one kind
+// drawn at random: inside the nudged range only (where the Go loops take
+// their fast path), inputs' mix (their branch-free path), or inside with
+// a few of inputs' (the fast path's slow branch below the switch), so
+// that the Go loops switch between their two row loops both ways.
+func phased[T tensorx.Float](r *rand.Rand, gs []Grid[T], n, at int) []T {
+	d, l := len(gs), Period(len(gs))
+	x := inputs(r, gs, n)
+	kind := map[int]int{}
+	for i := range x {
+		row := (at + i) / l
+		k, ok := kind[row]
+		if !ok {
+			k = r.Intn(3)
+			kind[row] = k
+		}
+		if k == 1 || (k == 2 && r.Intn(20) == 0) {
+			continue
+		}
+		g := gs[(at+i)%d]
+		lo, hi := rangeOf(g)
+		if g.Zero {
+			lo, hi = -3, 3
+		}
+		if !(lo <= hi) { // NaN or reversed: inputs' value
+			continue
+		}
+		v := T(float64(lo) + r.Float64()*float64(hi-lo))
+		x[i] = min(max(v, lo), hi)
+	}
+	return x
+}
+
 // testForward checks both forms (NewQuant multiplies, NewQuantDiv
-// divides) and that they differ somewhere (near the ties), so that each
-// table really runs its own form.
-func testForward[T tensorx.Float](t *testing.T, name string) {
+// divides) on inputs from gen over the shapes sh, and that they differ
+// somewhere (near the ties), so that each table really runs its own form.
+func testForward[T tensorx.Float](t *testing.T, name string, sh []struct{ d, n, at int }, gen func(r *rand.Rand, gs []Grid[T], n, at int) []T) {
 	r := rand.New(rand.NewSource(1))
 	differ := 0
-	for _, sh := range shapes {
+	for _, sh := range sh {
 		gs := randomGrids[T](r, sh.d)
-		x := inputs(r, gs, sh.n)
+		x := gen(r, gs, sh.n, sh.at)
 		for _, div := range []bool{false, true} {
 			q := NewQuant[T](sh.d)
 			if div {
@@ -242,14 +280,19 @@ func bitsEqual[T tensorx.Float](t *testing.T, what string, a, b []T) {
 	}
 }
 
+// random is inputs as a generator for testForward and testGradient.
+func random[T tensorx.Float](r *rand.Rand, gs []Grid[T], n, _ int) []T { return inputs(r, gs, n) }
+
 func TestForward(t *testing.T) {
-	testForward[float32](t, "float32")
-	testForward[float64](t, "float64")
+	testForward(t, "float32", shapes, random[float32])
+	testForward(t, "float64", shapes, random[float64])
 }
 
-func testGradient[T tensorx.Float](t *testing.T, name string) {
+// testGradient checks Grad (the input gradient and the sums) and Adjoint
+// on inputs from gen over the shapes sh.
+func testGradient[T tensorx.Float](t *testing.T, name string, sh []struct{ d, n, at int }, gen func(r *rand.Rand, gs []Grid[T], n, at int) []T) {
 	r := rand.New(rand.NewSource(2))
-	for _, sh := range shapes {
+	for _, sh := range sh {
 		gs := randomGrids[T](r, sh.d)
 		b := NewBounds[T](sh.d)
 		dmin, dmax := make([]T, sh.d), make([]T, sh.d)
@@ -259,7 +302,7 @@ func testGradient[T tensorx.Float](t *testing.T, name string) {
 			dmin[c], dmax[c] = T(r.NormFloat64()), T(r.NormFloat64())
 			b.SetAdjoint(c, dmin[c], dmax[c])
 		}
-		x := inputs(r, gs, sh.n)
+		x := gen(r, gs, sh.n, sh.at)
 		g := make([]T, sh.n)
 		for i := range g {
 			g[i] = T(r.NormFloat64())
@@ -335,8 +378,18 @@ func close(a, b float64) bool {
 }
 
 func TestGradient(t *testing.T) {
-	testGradient[float32](t, "float32")
-	testGradient[float64](t, "float64")
+	testGradient(t, "float32", shapes, random[float32])
+	testGradient(t, "float64", shapes, random[float64])
+}
+
+// TestPhasedRows runs the forward and gradient checks on phased inputs:
+// rows that take the Go loops' fast path, their branch-free path, and
+// the fast path's slow branch, in every order.
+func TestPhasedRows(t *testing.T) {
+	testForward(t, "float32 phased", phasedShapes, phased[float32])
+	testForward(t, "float64 phased", phasedShapes, phased[float64])
+	testGradient(t, "float32 phased", phasedShapes, phased[float32])
+	testGradient(t, "float64 phased", phasedShapes, phased[float64])
 }
 
 // TestGradSumsIndependentOfCuts checks that Grad adds to acc, each
@@ -375,6 +428,74 @@ func TestGradSumsIndependentOfCuts(t *testing.T) {
 	}
 }
 
+// TestInitAndZeroChannels checks that Init clears a dirty buffer (every
+// channel a zero grid, every range [0, 0]) and that the forward keeps
+// track of the zero channels as Set turns channels into and out of them:
+// a NaN input of a zero channel gives +0, of another channel NaN.
+func TestInitAndZeroChannels(t *testing.T) {
+	const d = 3
+	nan := math.NaN()
+	x := make([]float64, 4*Period(d)) // every value in every channel
+	for i := range x {
+		x[i] = []float64{nan, 0.3, -7, 0}[i%4]
+	}
+	check := func(what string, q *Quant[float64], gs []Grid[float64]) {
+		t.Helper()
+		for _, asm := range modes() {
+			y := make([]float64, len(x))
+			withMode(asm, func() { q.Run(y, x, 1) })
+			for i, v := range x {
+				if want := refQuant(gs[(1+i)%d], v, false); !same(y[i], want) {
+					t.Fatalf("%s asm=%v: element %d x=%v: got %v, want %v", what, asm, i, v, y[i], want)
+				}
+			}
+		}
+	}
+	buf := make([]float64, QuantSize(d))
+	for i := range buf {
+		buf[i] = nan
+	}
+	var q Quant[float64]
+	q.Init(d, false, buf)
+	zero := Grid[float64]{Zero: true}
+	gs := []Grid[float64]{zero, zero, zero}
+	check("after Init", &q, gs)
+	g := grid(0.02, 100)
+	for _, step := range []struct {
+		c    int
+		zero bool
+	}{{0, false}, {1, false}, {2, false}, {1, true}, {1, true}, {0, true}, {2, true}, {2, false}} {
+		gs[step.c] = g
+		if step.zero {
+			gs[step.c] = zero
+		}
+		q.Set(step.c, gs[step.c])
+		check(fmt.Sprintf("after Set(%d, zero %v)", step.c, step.zero), &q, gs)
+	}
+	bbuf := make([]float64, BoundsSize(d))
+	for i := range bbuf {
+		bbuf[i] = nan
+	}
+	var b Bounds[float64]
+	b.Init(d, bbuf)
+	dbi, out := make([]float64, len(x)), make([]float64, len(x))
+	for i := range dbi {
+		dbi[i] = 5
+	}
+	for _, asm := range modes() {
+		withMode(asm, func() { b.Adjoint(out, dbi, x, 0) })
+		for i, v := range out {
+			want := 0.0 // below or above [0, 0] with d_min = d_max = 0, or NaN
+			if x[i] == 0 {
+				want = 5
+			}
+			if !same(v, want) {
+				t.Fatalf("Bounds after Init asm=%v: element %d x=%v: adjoint %v, want %v", asm, i, x[i], v, want)
+			}
+		}
+	}
+}
+
 func TestPeriod(t *testing.T) {
 	for d := 1; d <= 2000; d++ {
 		l := Period(d)
@@ -406,9 +527,9 @@ func TestBadCallsPanic(t *testing.T) {
 }
 
 // benchKernels times Run (dividing), Grad and Adjoint on one channel of
-// 2^16 elements x ~ N(0, σ²) against the range ±2.55: σ = 1 puts 1% of
-// the inputs outside (a branchy loop would predict well), σ = 2.5 about
-// 30%.
+// 2^16 elements x ~ N(0, σ²) against the range ±2.55, in every mode (Go
+// loops, assembly): σ = 1 puts 1% of the inputs outside (a branchy loop
+// would predict well), σ = 2.5 about 30%.
 func benchKernels[T tensorx.Float](b *testing.B) {
 	const n = 1 << 16
 	gr := grid(T(0.02), 128)
@@ -423,26 +544,31 @@ func benchKernels[T tensorx.Float](b *testing.B) {
 		bd := NewBounds[T](1)
 		bd.Set(0, gr.NMin, gr.NMax, false)
 		acc := make([]float64, 2*bd.Period())
-		for _, k := range []struct {
-			name string
-			fn   func()
-		}{
-			{"Forward", func() { q.Run(y, x, 0) }},
-			{"Gradient", func() { bd.Grad(y, g, x, 0, acc) }},
-			{"Adjoint", func() { bd.Adjoint(y, g, x, 0) }},
-		} {
-			b.Run(fmt.Sprintf("%s/sigma=%v", k.name, sigma), func(b *testing.B) {
-				b.SetBytes(n * int64(unsafe.Sizeof(T(0))))
-				for range b.N {
-					k.fn()
-				}
-			})
+		for _, asm := range modes() {
+			mode := map[bool]string{false: "Go", true: "asm"}[asm]
+			for _, k := range []struct {
+				name string
+				fn   func()
+			}{
+				{"Forward", func() { q.Run(y, x, 0) }},
+				{"Gradient", func() { bd.Grad(y, g, x, 0, acc) }},
+				{"Adjoint", func() { bd.Adjoint(y, g, x, 0) }},
+			} {
+				b.Run(fmt.Sprintf("%s/%s/sigma=%v", k.name, mode, sigma), func(b *testing.B) {
+					b.SetBytes(n * int64(unsafe.Sizeof(T(0))))
+					withMode(asm, func() {
+						for range b.N {
+							k.fn()
+						}
+					})
+				})
+			}
 		}
 	}
 }
 
-// BenchmarkKernels32 times the float32 kernels (assembly where enabled).
+// BenchmarkKernels32 times the float32 kernels.
 func BenchmarkKernels32(b *testing.B) { benchKernels[float32](b) }
 
-// BenchmarkKernels64 times the float64 kernels (the Go loops).
+// BenchmarkKernels64 times the float64 kernels.
 func BenchmarkKernels64(b *testing.B) { benchKernels[float64](b) }

@@ -71,6 +71,22 @@
 	VMOVD R10, X15; \
 	VBROADCASTSS X15, Y15
 
+// FWDARGS64 is FWDARGS for float64 (0.5 broadcast to the four lanes of
+// Y15).
+#define FWDARGS64 \
+	MOVQ y+0(FP), DI; \
+	MOVQ x+8(FP), SI; \
+	MOVQ tab+16(FP), R8; \
+	MOVQ l+24(FP), AX; \
+	SHLQ $3, AX; \
+	MOVQ n+32(FP), CX; \
+	MOVQ rows+40(FP), DX; \
+	LEAQ (AX)(AX*2), BX; \
+	LEAQ (AX)(AX*4), R9; \
+	MOVQ $0x3fe0000000000000, R10; \
+	VMOVQ R10, X15; \
+	VBROADCASTSD X15, Y15
+
 // func fwd32(y, x, tab *float32, l, n, rows int)
 TEXT ·fwd32(SB), NOSPLIT, $0-48
 	FWDARGS
@@ -368,5 +384,326 @@ adj1:
 adjnext:
 	DECQ DX
 	JNZ  adjrow
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------
+// float64: the same kernels four lanes at a time (blocks of 8 and 4
+// elements, then the n mod 4 tail one element at a time), table rows and
+// sums AX = 8·l bytes apart, with the PD/SD forms of the same
+// instructions (same operand order, predicates and NaN rules).
+
+// FWD4 is FWD8 for 4 float64 elements (OP is VMULPD or VDIVPD).
+#define FWD4(OP, off, V, N, T) \
+	VMOVUPD off(R11)(AX*1), T; \
+	VMINPD off(SI), T, V; \
+	VMOVUPD off(R11), N; \
+	VMAXPD V, N, V; \
+	VSUBPD N, V, V; \
+	OP off(R11)(R13*1), V, V; \
+	VSUBPD off(R11)(BX*1), V, V; \
+	VADDPD Y15, V, V; \
+	VROUNDPD $1, V, V; \
+	VMULPD off(R11)(AX*4), V, V; \
+	VANDPD off(R11)(R9*1), V, V; \
+	VMOVUPD V, off(DI)
+
+// FWD1D is FWD4 for one element (OPS is VMULSD or VDIVSD), stepping SI,
+// DI and R11 by one element.
+#define FWD1D(OPS) \
+	VMOVSD   (R11)(AX*1), X2; \
+	VMINSD   (SI), X2, X0; \
+	VMOVSD   (R11), X1; \
+	VMAXSD   X0, X1, X0; \
+	VSUBSD   X1, X0, X0; \
+	OPS      (R11)(R13*1), X0, X0; \
+	VSUBSD   (R11)(BX*1), X0, X0; \
+	VADDSD   X15, X0, X0; \
+	VROUNDSD $1, X0, X0, X0; \
+	VMULSD   (R11)(AX*4), X0, X0; \
+	VMOVSD   (R11)(R9*1), X2; \
+	VANDPD   X2, X0, X0; \
+	VMOVSD   X0, (DI); \
+	ADDQ     $8, SI; \
+	ADDQ     $8, DI; \
+	ADDQ     $8, R11
+
+// func fwd64(y, x, tab *float64, l, n, rows int)
+TEXT ·fwd64(SB), NOSPLIT, $0-48
+	FWDARGS64
+	LEAQ (AX)(AX*1), R13
+
+f64row:
+	MOVQ R8, R11
+	MOVQ CX, R12
+
+f64x8:
+	CMPQ R12, $8
+	JLT  f64x4
+	FWD4(VMULPD, 0, Y0, Y1, Y2)
+	FWD4(VMULPD, 32, Y3, Y4, Y5)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R11
+	SUBQ $8, R12
+	JMP  f64x8
+
+f64x4:
+	CMPQ R12, $4
+	JLT  f64x1
+	FWD4(VMULPD, 0, Y0, Y1, Y2)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	SUBQ $4, R12
+
+f64x1:
+	TESTQ R12, R12
+	JZ    f64next
+	FWD1D(VMULSD)
+	DECQ  R12
+	JMP   f64x1
+
+f64next:
+	DECQ DX
+	JNZ  f64row
+	VZEROUPPER
+	RET
+
+// func fwdDiv64(y, x, tab *float64, l, n, rows int)
+TEXT ·fwdDiv64(SB), NOSPLIT, $0-48
+	FWDARGS64
+	LEAQ (AX*4), R13
+
+d64row:
+	MOVQ R8, R11
+	MOVQ CX, R12
+
+d64x8:
+	CMPQ R12, $8
+	JLT  d64x4
+	FWD4(VDIVPD, 0, Y0, Y1, Y2)
+	FWD4(VDIVPD, 32, Y3, Y4, Y5)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R11
+	SUBQ $8, R12
+	JMP  d64x8
+
+d64x4:
+	CMPQ R12, $4
+	JLT  d64x1
+	FWD4(VDIVPD, 0, Y0, Y1, Y2)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	SUBQ $4, R12
+
+d64x1:
+	TESTQ R12, R12
+	JZ    d64next
+	FWD1D(VDIVSD)
+	DECQ  R12
+	JMP   d64x1
+
+d64next:
+	DECQ DX
+	JNZ  d64row
+	VZEROUPPER
+	RET
+
+// GRAD4 is GRAD8 for 4 float64 elements at offset off: x at SI, g at
+// R13, bi at DI, table rows at R11 and sums at R10 (below), R10+AX
+// (above), all AX apart. The terms g & below and g & above add to the
+// sums as they are.
+#define GRAD4(off, Y0, Y1, Y2, Y3, Y4, Y5) \
+	VMOVUPD off(SI), Y0; \
+	VMOVUPD off(R13), Y1; \
+	VMOVUPD off(R11), Y2; \
+	VMOVUPD off(R11)(AX*1), Y3; \
+	VCMPPD $0x0D, Y2, Y0, Y4; \
+	VCMPPD $0x02, Y3, Y0, Y5; \
+	VANDPD Y5, Y4, Y4; \
+	VORPD off(R11)(AX*2), Y4, Y4; \
+	VANDPD Y1, Y4, Y4; \
+	VMOVUPD Y4, off(DI); \
+	VCMPPD $0x01, Y2, Y0, Y2; \
+	VCMPPD $0x0E, Y3, Y0, Y3; \
+	VANDNPD Y3, Y2, Y3; \
+	VANDPD Y1, Y2, Y2; \
+	VANDPD Y1, Y3, Y3; \
+	VADDPD off(R10), Y2, Y2; \
+	VADDPD off(R10)(AX*1), Y3, Y3; \
+	VMOVUPD Y2, off(R10); \
+	VMOVUPD Y3, off(R10)(AX*1)
+
+// func grad64(bi, gs, x, tab *float64, l, n, rows int, acc *float64)
+TEXT ·grad64(SB), NOSPLIT, $0-64
+	MOVQ bi+0(FP), DI
+	MOVQ gs+8(FP), R13
+	MOVQ x+16(FP), SI
+	MOVQ tab+24(FP), R8
+	MOVQ l+32(FP), AX
+	MOVQ n+40(FP), CX
+	MOVQ rows+48(FP), DX
+	MOVQ acc+56(FP), R14
+	SHLQ $3, AX
+
+g64row:
+	MOVQ R8, R11
+	MOVQ R14, R10
+	MOVQ CX, R12
+
+g64x8:
+	CMPQ R12, $8
+	JLT  g64x4
+	GRAD4(0, Y0, Y1, Y2, Y3, Y4, Y5)
+	GRAD4(32, Y6, Y7, Y8, Y9, Y10, Y11)
+	ADDQ $64, SI
+	ADDQ $64, R13
+	ADDQ $64, DI
+	ADDQ $64, R11
+	ADDQ $64, R10
+	SUBQ $8, R12
+	JMP  g64x8
+
+g64x4:
+	CMPQ R12, $4
+	JLT  g64x1
+	GRAD4(0, Y0, Y1, Y2, Y3, Y4, Y5)
+	ADDQ $32, SI
+	ADDQ $32, R13
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R10
+	SUBQ $4, R12
+
+g64x1:
+	TESTQ R12, R12
+	JZ    g64next
+	VMOVSD  (SI), X0
+	VMOVSD  (R13), X1
+	VMOVSD  (R11), X2
+	VMOVSD  (R11)(AX*1), X3
+	VCMPSD  $0x0D, X2, X0, X4
+	VCMPSD  $0x02, X3, X0, X5
+	VANDPD  X5, X4, X4
+	VMOVSD  (R11)(AX*2), X5
+	VORPD   X5, X4, X4
+	VANDPD  X1, X4, X4
+	VMOVSD  X4, (DI)
+	VCMPSD  $0x01, X2, X0, X2
+	VCMPSD  $0x0E, X3, X0, X3
+	VANDNPD X3, X2, X3
+	VANDPD  X1, X2, X2
+	VANDPD  X1, X3, X3
+	VADDSD  (R10), X2, X2
+	VMOVSD  X2, (R10)
+	VADDSD  (R10)(AX*1), X3, X3
+	VMOVSD  X3, (R10)(AX*1)
+	ADDQ    $8, SI
+	ADDQ    $8, R13
+	ADDQ    $8, DI
+	ADDQ    $8, R11
+	ADDQ    $8, R10
+	DECQ    R12
+	JMP     g64x1
+
+g64next:
+	DECQ DX
+	JNZ  g64row
+	VZEROUPPER
+	RET
+
+// ADJ4 is ADJ8 for 4 float64 elements at offset off.
+#define ADJ4(off, Y0, Y2, Y3, Y4, Y5) \
+	VMOVUPD off(SI), Y0; \
+	VMOVUPD off(R11), Y2; \
+	VMOVUPD off(R11)(AX*1), Y3; \
+	VCMPPD $0x0D, Y2, Y0, Y4; \
+	VCMPPD $0x02, Y3, Y0, Y5; \
+	VANDPD Y5, Y4, Y4; \
+	VORPD off(R11)(AX*2), Y4, Y4; \
+	VANDPD off(R13), Y4, Y4; \
+	VCMPPD $0x01, Y2, Y0, Y2; \
+	VCMPPD $0x0E, Y3, Y0, Y3; \
+	VANDNPD Y3, Y2, Y3; \
+	VANDPD off(R11)(BX*1), Y2, Y2; \
+	VANDPD off(R11)(AX*4), Y3, Y3; \
+	VORPD Y2, Y4, Y4; \
+	VORPD Y3, Y4, Y4; \
+	VMOVUPD Y4, off(DI)
+
+// func adj64(out, dbi, x, tab *float64, l, n, rows int)
+TEXT ·adj64(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ dbi+8(FP), R13
+	MOVQ x+16(FP), SI
+	MOVQ tab+24(FP), R8
+	MOVQ l+32(FP), AX
+	SHLQ $3, AX
+	MOVQ n+40(FP), CX
+	MOVQ rows+48(FP), DX
+	LEAQ (AX)(AX*2), BX
+
+a64row:
+	MOVQ R8, R11
+	MOVQ CX, R12
+
+a64x8:
+	CMPQ R12, $8
+	JLT  a64x4
+	ADJ4(0, Y0, Y2, Y3, Y4, Y5)
+	ADJ4(32, Y6, Y8, Y9, Y10, Y11)
+	ADDQ $64, SI
+	ADDQ $64, R13
+	ADDQ $64, DI
+	ADDQ $64, R11
+	SUBQ $8, R12
+	JMP  a64x8
+
+a64x4:
+	CMPQ R12, $4
+	JLT  a64x1
+	ADJ4(0, Y0, Y2, Y3, Y4, Y5)
+	ADDQ $32, SI
+	ADDQ $32, R13
+	ADDQ $32, DI
+	ADDQ $32, R11
+	SUBQ $4, R12
+
+a64x1:
+	TESTQ R12, R12
+	JZ    a64next
+	VMOVSD  (SI), X0
+	VMOVSD  (R11), X2
+	VMOVSD  (R11)(AX*1), X3
+	VCMPSD  $0x0D, X2, X0, X4
+	VCMPSD  $0x02, X3, X0, X5
+	VANDPD  X5, X4, X4
+	VMOVSD  (R11)(AX*2), X5
+	VORPD   X5, X4, X4
+	VMOVSD  (R13), X5
+	VANDPD  X5, X4, X4
+	VCMPSD  $0x01, X2, X0, X2
+	VCMPSD  $0x0E, X3, X0, X3
+	VANDNPD X3, X2, X3
+	VMOVSD  (R11)(BX*1), X5
+	VANDPD  X5, X2, X2
+	VMOVSD  (R11)(AX*4), X5
+	VANDPD  X5, X3, X3
+	VORPD   X2, X4, X4
+	VORPD   X3, X4, X4
+	VMOVSD  X4, (DI)
+	ADDQ    $8, SI
+	ADDQ    $8, R13
+	ADDQ    $8, DI
+	ADDQ    $8, R11
+	DECQ    R12
+	JMP     a64x1
+
+a64next:
+	DECQ DX
+	JNZ  a64row
 	VZEROUPPER
 	RET
