@@ -73,7 +73,7 @@ func bnForwardGrad(gradOp string) registry.GradFunc {
 		} else {
 			args = vals(e, g, in[0], in[1], rs1, rs2)
 		}
-		r := e.Apply(gradOp, a.GradAttrs(), args...)
+		r := e.Apply(gradOp, a.GradAttrsValue(), args...)
 		for i := 0; i < 3; i++ {
 			if n.NeedsGrad(i) {
 				res[i] = r[i]

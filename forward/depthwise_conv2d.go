@@ -1,7 +1,7 @@
 package forward
 
 import (
-	"sync/atomic"
+	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -134,8 +134,17 @@ type dwGeom struct {
 // oc is the output depth c·m.
 func (g *dwGeom) oc() int { return g.c * g.m }
 
-func (g *dwGeom) inShape() []int  { return g.layout.shape(g.n, g.h, g.w, g.c) }
-func (g *dwGeom) outShape() []int { return g.layout.shape(g.n, g.oh, g.ow, g.oc()) }
+// inShape and outShape return the input and output shapes in the
+// layout's order, as arrays (a slice would cost an allocation per call).
+func (g *dwGeom) inShape() [4]int  { return dwDims(g.layout, g.n, g.h, g.w, g.c) }
+func (g *dwGeom) outShape() [4]int { return dwDims(g.layout, g.n, g.oh, g.ow, g.oc()) }
+
+// dwDims returns the NHWC sizes n, h, w, c in layout l's order.
+func dwDims(l convLayout, n, h, w, c int) [4]int {
+	var s [4]int
+	s[l.n], s[l.h], s[l.w], s[l.c] = n, h, w, c
+	return s
+}
 
 // dwWindow validates the attrs of any op of the family. The batch/depth
 // stride error is InvalidArgument, as in TensorFlow's depthwise kernels.
@@ -220,10 +229,10 @@ func dwForwardGeom(op string, win convWindow, xs, fs []int) (dwGeom, error) {
 func dwBackpropGeom(op string, win convWindow, xs, fs, dys []int) (dwGeom, error) {
 	g := dwNewGeom(win)
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, xs)
+		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, fs)
+		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
 	}
 	if len(dys) != 4 {
 		return g, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
@@ -262,15 +271,20 @@ func dwBackpropGeom(op string, win convWindow, xs, fs, dys []int) (dwGeom, error
 }
 
 // dwSizesArg reads input_sizes / filter_sizes: a 1-D int32/int64 vector of
-// non-negative values (TensorFlow reuses Conv2D's wording for the rank).
-func dwSizesArg(op, name string, t *tensor.Dense) ([]int, error) {
-	v, err := convShapeArg(op, name, t)
+// non-negative values (TensorFlow reuses Conv2D's wording for the rank),
+// appended to buf[:0] (a caller's array, so that a valid 4-vector costs no
+// allocation).
+func dwSizesArg(op, name string, t *tensor.Dense, buf []int) ([]int, error) {
+	if len(t.Shape()) != 1 {
+		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: %s input must be 1-dim, not %d", op, name, len(t.Shape()))
+	}
+	v, err := tensorx.AppendInts(buf[:0], t)
 	if err != nil {
-		return nil, err
+		return nil, registry.Errorf(registry.ErrDtype, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
 	}
 	for i, d := range v {
 		if d < 0 {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d of %s must be >= 0, got %v", op, i, name, v)
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d of %s must be >= 0, got %v", op, i, name, slices.Clone(v))
 		}
 	}
 	return v, nil
@@ -279,8 +293,8 @@ func dwSizesArg(op, name string, t *tensor.Dense) ([]int, error) {
 // dwOutput allocates an output, reporting a shape too large to hold as an
 // error naming the op.
 func dwOutput(kc *registry.KernelCtx, op string, dt tensor.Dtype, shape []int) (*tensor.Dense, error) {
-	if _, err := convNumel(op, shape); err != nil {
-		return nil, err
+	if _, err := tensorx.Numel(shape); err != nil {
+		return nil, registry.Errorf(registry.ErrShape, "%s: output shape %v: %v", op, slices.Clone(shape), err)
 	}
 	return kc.Output(dt, shape...)
 }
@@ -302,23 +316,24 @@ func dwForwardKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 	if err != nil {
 		return nil, err
 	}
-	out, err := dwOutput(kc, op, x.Dtype(), g.outShape())
+	os := g.outShape()
+	out, err := dwOutput(kc, op, x.Dtype(), os[:])
 	if err != nil {
 		return nil, err
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(x) == 0 || tensorx.Len(f) == 0 {
 		// Only padding, or an empty filter window: empty sums.
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if err := dwForward(kc, &g, data[T](x), data[T](f), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -331,7 +346,8 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 	if dy.Dtype() != f.Dtype() {
 		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
 	}
-	xs, err := dwSizesArg(op, "input_sizes", sizes)
+	var buf [4]int
+	xs, err := dwSizesArg(op, "input_sizes", sizes, buf[:])
 	if err != nil {
 		return nil, err
 	}
@@ -345,16 +361,16 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(dy) == 0 || tensorx.Len(f) == 0 {
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if err := dwBackpropInput(kc, &g, data[T](f), data[T](dy), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -367,7 +383,8 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 	if dy.Dtype() != x.Dtype() {
 		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
 	}
-	fs, err := dwSizesArg(op, "filter_sizes", sizes)
+	var buf [4]int
+	fs, err := dwSizesArg(op, "filter_sizes", sizes, buf[:])
 	if err != nil {
 		return nil, err
 	}
@@ -381,17 +398,17 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 	}
 	od := data[T](out)
 	if len(od) == 0 {
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if tensorx.Len(x) == 0 || tensorx.Len(dy) == 0 {
 		// Empty sums (TensorFlow leaves the buffer uninitialised here).
 		clear(od)
-		return []*tensor.Dense{out}, nil
+		return kc.Results(out), nil
 	}
 	if err := dwBackpropFilter(kc, &g, data[T](x), data[T](dy), od); err != nil {
 		return nil, err
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // ---------------------------------------------------------------------
@@ -712,25 +729,35 @@ func dwForwardNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x, f, out
 // dwForwardGo is dwForwardNHWC in Go. Output rows are independent and
 // split across goroutines.
 func dwForwardGo[T tensorx.Float](threads int, g *dwGeom, x, f, out []T) {
+	n, grain := g.n*g.oh, dwRowGrainFor(g.ow*g.oc()*g.kh*g.kw)
+	if serial(threads, n, grain) {
+		dwForwardGoRows(g, x, f, out, 0, n)
+		return
+	}
+	gc := *g // the closure's own copy: g may point into the caller's frame
+	parallel.For(threads, n, grain, func(lo, hi int) { dwForwardGoRows(&gc, x, f, out, lo, hi) })
+}
+
+// dwForwardGoRows computes dwForwardGo's output rows [lo, hi) (row r of
+// image r/oh).
+func dwForwardGoRows[T tensorx.Float](g *dwGeom, x, f, out []T, lo, hi int) {
 	oc := g.oc()
 	rowOut, rowIn := g.ow*oc, g.w*g.c
 	jlo, jhi := dwInterior(g.ow, g.w, g.kw, g.sw, g.dw, g.pl)
-	parallel.For(threads, g.n*g.oh, dwRowGrainFor(rowOut*g.kh*g.kw), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			b, i := r/g.oh, r%g.oh
-			orow := out[r*rowOut : (r+1)*rowOut]
-			y0 := i*g.sh - g.pt
-			plo, phi := dwRange(y0, g.dh, g.kh, g.h)
-			if plo >= phi {
-				clear(orow)
-				continue
-			}
-			for p := plo; p < phi; p++ {
-				yy := b*g.h + y0 + p*g.dh
-				dwForwardRow(g, orow, x[yy*rowIn:(yy+1)*rowIn], f[p*g.kw*oc:(p+1)*g.kw*oc], p == plo, jlo, jhi)
-			}
+	for r := lo; r < hi; r++ {
+		b, i := r/g.oh, r%g.oh
+		orow := out[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.sh - g.pt
+		plo, phi := dwRange(y0, g.dh, g.kh, g.h)
+		if plo >= phi {
+			clear(orow)
+			continue
 		}
-	})
+		for p := plo; p < phi; p++ {
+			yy := b*g.h + y0 + p*g.dh
+			dwForwardRow(g, orow, x[yy*rowIn:(yy+1)*rowIn], f[p*g.kw*oc:(p+1)*g.kw*oc], p == plo, jlo, jhi)
+		}
+	}
 }
 
 // dwForwardRow applies one filter row frow [kw, c·m] to the input row
@@ -800,31 +827,41 @@ func dwBackpropInputNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, f, 
 // dwBackpropInputGo is dwBackpropInputNHWC in Go. Each input row gathers
 // from the output rows i with i·sh − pt + p·dh = y.
 func dwBackpropInputGo[T tensorx.Float](threads int, g *dwGeom, f, dy, dx []T) {
+	n, grain := g.n*g.h, dwRowGrainFor(g.w*g.c*g.m*g.kh*g.kw/max(1, g.sh*g.sw))
+	if serial(threads, n, grain) {
+		dwBackpropInputGoRows(g, f, dy, dx, 0, n)
+		return
+	}
+	gc := *g // the closure's own copy: g may point into the caller's frame
+	parallel.For(threads, n, grain, func(lo, hi int) { dwBackpropInputGoRows(&gc, f, dy, dx, lo, hi) })
+}
+
+// dwBackpropInputGoRows computes dwBackpropInputGo's input-gradient rows
+// [lo, hi) (row r of image r/h).
+func dwBackpropInputGoRows[T tensorx.Float](g *dwGeom, f, dy, dx []T, lo, hi int) {
 	oc := g.oc()
 	rowIn, rowOut := g.w*g.c, g.ow*oc
-	parallel.For(threads, g.n*g.h, dwRowGrainFor(rowIn*g.m*g.kh*g.kw/max(1, g.sh*g.sw)), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			b, y := r/g.h, r%g.h
-			dxrow := dx[r*rowIn : (r+1)*rowIn]
-			set := true
-			for p := 0; p < g.kh; p++ {
-				t := y + g.pt - p*g.dh
-				if t < 0 || t%g.sh != 0 {
-					continue
-				}
-				i := t / g.sh
-				if i >= g.oh {
-					continue
-				}
-				yy := b*g.oh + i
-				dwBackpropInputRow(g, dxrow, dy[yy*rowOut:(yy+1)*rowOut], f[p*g.kw*oc:(p+1)*g.kw*oc], set)
-				set = false
+	for r := lo; r < hi; r++ {
+		b, y := r/g.h, r%g.h
+		dxrow := dx[r*rowIn : (r+1)*rowIn]
+		set := true
+		for p := 0; p < g.kh; p++ {
+			t := y + g.pt - p*g.dh
+			if t < 0 || t%g.sh != 0 {
+				continue
 			}
-			if set {
-				clear(dxrow)
+			i := t / g.sh
+			if i >= g.oh {
+				continue
 			}
+			yy := b*g.oh + i
+			dwBackpropInputRow(g, dxrow, dy[yy*rowOut:(yy+1)*rowOut], f[p*g.kw*oc:(p+1)*g.kw*oc], set)
+			set = false
 		}
-	})
+		if set {
+			clear(dxrow)
+		}
+	}
 }
 
 // dwBackpropInputRow adds (or stores) into the input-gradient row dxrow
@@ -953,7 +990,7 @@ func dwBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x,
 		return dwBackpropFilterAsm(kc, g, x32, any(dy).([]float32), any(df).([]float32))
 	}
 	oc := g.oc()
-	rowIn, rowOut := g.w*g.c, g.ow*oc
+	rowOut := g.ow * oc
 	fsz, racc := g.kh*g.kw*oc, g.kw*oc
 	rows := g.n * g.oh
 	rpc := max(1, dwFilterChunkWork/max(1, rowOut*g.kh*g.kw))
@@ -970,27 +1007,16 @@ func dwBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x,
 	if err != nil {
 		return err
 	}
-	jlo, jhi := dwInterior(g.ow, g.w, g.kw, g.sw, g.dw, g.pl)
-	parallel.ForChunks(kc.NumThreads(), rows, rpc, func(ci, lo, hi int) {
-		part := parts[ci*fsz : (ci+1)*fsz]
-		acc := accs[ci*racc : (ci+1)*racc]
-		for r := lo; r < hi; r++ {
-			b, i := r/g.oh, r%g.oh
-			dyrow := dy[r*rowOut : (r+1)*rowOut]
-			y0 := i*g.sh - g.pt
-			plo, phi := dwRange(y0, g.dh, g.kh, g.h)
-			for p := plo; p < phi; p++ {
-				yy := b*g.h + y0 + p*g.dh
-				clear(acc)
-				dwFilterRow(g, acc, x[yy*rowIn:(yy+1)*rowIn], dyrow, jlo, jhi)
-				pp := part[p*racc : (p+1)*racc]
-				pp = pp[:len(acc)]
-				for k, v := range acc {
-					pp[k] += float64(v)
-				}
-			}
+	if threads := kc.NumThreads(); serial(threads, nch, 1) {
+		for ci := range nch {
+			dwFilterChunk(g, x, dy, parts[ci*fsz:(ci+1)*fsz], accs[ci*racc:(ci+1)*racc], ci*rpc, min((ci+1)*rpc, rows))
 		}
-	})
+	} else {
+		gc := *g // the closure's own copy: g may point into the caller's frame
+		parallel.ForChunks(threads, rows, rpc, func(ci, lo, hi int) {
+			dwFilterChunk(&gc, x, dy, parts[ci*fsz:(ci+1)*fsz], accs[ci*racc:(ci+1)*racc], lo, hi)
+		})
+	}
 	sum := parts[:fsz]
 	for ci := 1; ci < nch; ci++ {
 		part := parts[ci*fsz : (ci+1)*fsz]
@@ -1004,6 +1030,32 @@ func dwBackpropFilterNHWC[T tensorx.Float](kc *registry.KernelCtx, g *dwGeom, x,
 		df[k] = T(v)
 	}
 	return nil
+}
+
+// dwFilterChunk sums the filter-gradient contributions of the output rows
+// [lo, hi) into the float64 partial filter part, row by row through the
+// accumulator acc [kw, c·m] (sums in T).
+func dwFilterChunk[T tensorx.Float](g *dwGeom, x, dy []T, part []float64, acc []T, lo, hi int) {
+	oc := g.oc()
+	rowIn, rowOut := g.w*g.c, g.ow*oc
+	racc := g.kw * oc
+	jlo, jhi := dwInterior(g.ow, g.w, g.kw, g.sw, g.dw, g.pl)
+	for r := lo; r < hi; r++ {
+		b, i := r/g.oh, r%g.oh
+		dyrow := dy[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.sh - g.pt
+		plo, phi := dwRange(y0, g.dh, g.kh, g.h)
+		for p := plo; p < phi; p++ {
+			yy := b*g.h + y0 + p*g.dh
+			clear(acc)
+			dwFilterRow(g, acc, x[yy*rowIn:(yy+1)*rowIn], dyrow, jlo, jhi)
+			pp := part[p*racc : (p+1)*racc]
+			pp = pp[:len(acc)]
+			for k, v := range acc {
+				pp[k] += float64(v)
+			}
+		}
+	}
 }
 
 // dwFilterRow adds into acc [kw, c·m] the products of the output-gradient
@@ -1186,33 +1238,13 @@ func dwAsmTaps(kc *registry.KernelCtx, f []float32, c int, flip bool, need *[8]b
 	return taps, zero, nil
 }
 
-// dwDynamic calls fn over [0, n) in blocks of grain, which up to threads
-// goroutines pull in order from a shared counter: a worker that starts
-// late (waking an idle CPU took ~70 µs on the project's VM, a fifth of a
-// W6 op) or runs on a busy CPU takes fewer blocks. Blocks must be
-// independent (or, for reductions, write per-block partials), so results
-// do not depend on which goroutine runs which block.
-func dwDynamic(threads, n, grain int, fn func(lo, hi int)) {
-	grain = max(1, grain)
-	if threads <= 1 || n <= grain {
-		fn(0, n)
-		return
-	}
-	var next atomic.Int64
-	parallel.For(threads, threads, 1, func(int, int) {
-		for {
-			lo := int(next.Add(int64(grain))) - grain
-			if lo >= n {
-				return
-			}
-			fn(lo, min(lo+grain, n))
-		}
-	})
-}
-
-// dwAsmBlock returns the rows per block of dwDynamic: about 16 blocks per
-// thread (small enough to balance a late start, large enough that few
-// rows miss their prefetch at a block's start), at least grain.
+// dwAsmBlock returns the rows per block of the assembly paths' loops,
+// which goroutines pull in order from a shared counter (parallel.Blocks:
+// a goroutine that starts late, waking an idle CPU took ~70 µs on the
+// project's VM, a fifth of a W6 op, or runs on a busy CPU takes fewer
+// blocks): about 16 blocks per thread (small enough to balance a late
+// start, large enough that few rows miss their prefetch at a block's
+// start), at least grain.
 func dwAsmBlock(rows, threads, grain int) int {
 	return max(grain, rows/(16*max(1, threads)))
 }
@@ -1285,75 +1317,120 @@ func dwAsmDot(o []float32, xs, ts *[9][]float32, n, c int) {
 
 // dwForwardAsm is dwForwardNHWC for the problems of dwAsmFits.
 func dwForwardAsm(kc *registry.KernelCtx, g *dwGeom, x, f, out []float32) error {
-	c := g.c
-	rowIn, rowOut := g.w*c, g.ow*c
 	var need [8]bool
 	for i := range g.oh {
 		need[dwRowMask(i*g.sh-g.pt, g.dh, g.h)] = true
 	}
-	taps, zero, err := dwAsmTaps(kc, f, c, false, &need, rowIn)
-	if err != nil {
+	a := dwAsmJob{g: *g, x: x, f: f, out: out}
+	var err error
+	if a.taps, a.zero, err = dwAsmTaps(kc, f, g.c, false, &need, g.w*g.c); err != nil {
 		return err
 	}
+	a.jlo, a.jhi = dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
+	threads, n := kc.NumThreads(), g.n*g.oh
+	grain := dwAsmBlock(n, threads, dwRowGrainFor(g.ow*g.c*9))
+	if serial(threads, n, grain) {
+		a.forwardRows(0, n)
+	} else {
+		parallel.Blocks(threads, n, grain, a.heap().forwardRows)
+	}
+	return nil
+}
+
+// dwAsmJob is the state the assembly paths share across their rows: the
+// geometry, the operands (x the input, or out_backprop for the input
+// gradient; f the filter; out the output, or the input gradient; dy
+// out_backprop for the filter gradient), the
+// filters with zeroed rows per row mask and the zeroed row (dwAsmTaps),
+// the interior columns [jlo, jhi) and, for the input gradient at stride
+// 2, the first interior pair ulo.
+type dwAsmJob struct {
+	g        dwGeom
+	x, f     []float32
+	out      []float32
+	taps     [8][]float32
+	zero     []float32
+	jlo, jhi int
+	ulo      int
+	// The filter gradient: out_backprop, the chunks' float64 partial
+	// filters and float32 accumulators (pk elements each), rpc output
+	// rows per chunk, nseg interior segments per row.
+	dy            []float32
+	parts         []float64
+	accs          []float32
+	pk, rpc, nseg int
+}
+
+// heap returns a copy of a on the heap, for the loops that run on
+// several goroutines (a itself stays in its caller's frame).
+func (a *dwAsmJob) heap() *dwAsmJob {
+	h := new(dwAsmJob)
+	*h = *a
+	return h
+}
+
+// forwardRows computes dwForwardAsm's output rows [lo, hi) (row r of image
+// r/oh).
+func (a *dwAsmJob) forwardRows(lo, hi int) {
+	g, x, f, out, zero := &a.g, a.x, a.f, a.out, a.zero
+	taps, jlo, jhi := &a.taps, a.jlo, a.jhi
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
 	nb, off := c/dwconv.Block, c-dwconv.Block
 	tail := c%dwconv.Block != 0
-	jlo, jhi := dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
-	dwDynamic(kc.NumThreads(), g.n*g.oh, dwAsmBlock(g.n*g.oh, kc.NumThreads(), dwRowGrainFor(rowOut*9)), func(lo, hi int) {
-		var rows [3][]float32
-		var xs, ts [9][]float32
-		for r := lo; r < hi; r++ {
-			b, i := r/g.oh, r%g.oh
-			orow := out[r*rowOut : (r+1)*rowOut]
-			y0 := i*g.sh - g.pt
-			mask := dwRowMask(y0, g.dh, g.h)
-			if mask == 0 {
-				clear(orow)
-				continue
-			}
-			dwAsmRows(&rows, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
-			// The new input rows and the output row of the row dwAsmAhead
-			// rows on, prefetched while this row runs.
-			var pf [2][]float32
-			if d := dwAsmAhead; r+d < hi {
-				if i+d < g.oh {
-					ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
-					if ylo < yhi {
-						pf[0] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
-					}
-				}
-				pf[1] = out[(r+d)*rowOut : (r+d+1)*rowOut]
-			}
-			dwAsmHalves(jhi-jlo, 6/g.sw, &pf, func(j0, j1 int, pf []float32) {
-				win := dwAsmShift(&rows, ((jlo+j0)*g.sw-g.pl)*c)
-				o := orow[(jlo+j0)*c:]
-				dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, g.sw, pf)
-				if tail {
-					dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, g.sw, nil)
-				}
-			})
-			for j := 0; j < g.ow; j++ {
-				if j == jlo && jlo < jhi {
-					if j = jhi; j >= g.ow {
-						break
-					}
-				}
-				x0 := j*g.sw - g.pl
-				qlo, qhi := dwRange(x0, 1, 3, g.w)
-				n := 0
-				for p := range 3 {
-					if mask>>p&1 == 0 {
-						continue
-					}
-					for q := qlo; q < qhi; q++ {
-						xs[n], ts[n] = rows[p][(x0+q)*c:], f[(3*p+q)*c:]
-						n++
-					}
-				}
-				dwAsmDot(orow[j*c:], &xs, &ts, n, c)
-			}
+	var rows [3][]float32
+	var xs, ts [9][]float32
+	for r := lo; r < hi; r++ {
+		b, i := r/g.oh, r%g.oh
+		orow := out[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.sh - g.pt
+		mask := dwRowMask(y0, g.dh, g.h)
+		if mask == 0 {
+			clear(orow)
+			continue
 		}
-	})
-	return nil
+		dwAsmRows(&rows, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
+		// The new input rows and the output row of the row dwAsmAhead
+		// rows on, prefetched while this row runs.
+		var pf [2][]float32
+		if d := dwAsmAhead; r+d < hi {
+			if i+d < g.oh {
+				ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
+				if ylo < yhi {
+					pf[0] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
+				}
+			}
+			pf[1] = out[(r+d)*rowOut : (r+d+1)*rowOut]
+		}
+		dwAsmHalves(jhi-jlo, 6/g.sw, &pf, func(j0, j1 int, pf []float32) {
+			win := dwAsmShift(&rows, ((jlo+j0)*g.sw-g.pl)*c)
+			o := orow[(jlo+j0)*c:]
+			dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, g.sw, pf)
+			if tail {
+				dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, g.sw, nil)
+			}
+		})
+		for j := 0; j < g.ow; j++ {
+			if j == jlo && jlo < jhi {
+				if j = jhi; j >= g.ow {
+					break
+				}
+			}
+			x0 := j*g.sw - g.pl
+			qlo, qhi := dwRange(x0, 1, 3, g.w)
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := qlo; q < qhi; q++ {
+					xs[n], ts[n] = rows[p][(x0+q)*c:], f[(3*p+q)*c:]
+					n++
+				}
+			}
+			dwAsmDot(orow[j*c:], &xs, &ts, n, c)
+		}
+	}
 }
 
 // dwBackpropInputAsm is dwBackpropInputNHWC for the problems of
@@ -1363,113 +1440,129 @@ func dwForwardAsm(kc *registry.KernelCtx, g *dwGeom, x, f, out []float32) error 
 // with each filter row reversed; stride 2 computes pixel pairs
 // (BwdInput3x3S2).
 func dwBackpropInputAsm(kc *registry.KernelCtx, g *dwGeom, f, dy, dx []float32) error {
-	c := g.c
-	rowIn, rowOut := g.w*c, g.ow*c
-	rowMask := func(y int) int {
-		mask := 0
-		for p := range 3 {
-			t := y + g.pt - p*g.dh
-			if t >= 0 && t%g.sh == 0 && t/g.sh < g.oh {
-				mask |= 1 << p
-			}
-		}
-		return mask
-	}
 	var need [8]bool
 	for y := range g.h {
-		need[rowMask(y)] = true
+		need[dwInputRowMask(g, y)] = true
 	}
-	taps, zero, err := dwAsmTaps(kc, f, c, g.sw == 1, &need, rowOut)
-	if err != nil {
+	a := dwAsmJob{g: *g, x: dy, f: f, out: dx}
+	var err error
+	if a.taps, a.zero, err = dwAsmTaps(kc, f, g.c, g.sw == 1, &need, g.ow*g.c); err != nil {
 		return err
 	}
-	nb, off := c/dwconv.Block, c-dwconv.Block
-	tail := c%dwconv.Block != 0
 	// Interior input pixels [xlo, xhi): every tap's out_backprop pixel
 	// exists. Stride 1: x + pl − 2 ≥ 0 and x + pl < ow. Stride 2: pairs
 	// t = x + pl = 2u, 2u+1 with 1 ≤ u < ow, 2u − pl ≥ 0, 2u + 1 − pl < w.
-	var xlo, xhi, ulo int
 	if g.sw == 1 {
-		xlo = min(g.w, max(0, 2-g.pl))
-		xhi = max(xlo, min(g.w, g.ow-g.pl))
+		a.jlo = min(g.w, max(0, 2-g.pl))
+		a.jhi = max(a.jlo, min(g.w, g.ow-g.pl))
 	} else {
-		ulo = max(1, (g.pl+1)/2)
-		uhi := ulo
+		a.ulo = max(1, (g.pl+1)/2)
+		uhi := a.ulo
 		if last := g.w - 2 + g.pl; last >= 0 {
-			uhi = max(ulo, min(g.ow, last/2+1))
+			uhi = max(a.ulo, min(g.ow, last/2+1))
 		}
-		xlo, xhi = 2*ulo-g.pl, 2*uhi-g.pl
-		if ulo >= uhi {
-			xlo, xhi = 0, 0
+		a.jlo, a.jhi = 2*a.ulo-g.pl, 2*uhi-g.pl
+		if a.ulo >= uhi {
+			a.jlo, a.jhi = 0, 0
 		}
 	}
-	dwDynamic(kc.NumThreads(), g.n*g.h, dwAsmBlock(g.n*g.h, kc.NumThreads(), dwRowGrainFor(rowIn*9/g.sh/g.sw)), func(lo, hi int) {
-		var rows [3][]float32
-		var xs, ts [9][]float32
-		for r := lo; r < hi; r++ {
-			b, y := r/g.h, r%g.h
-			dxrow := dx[r*rowIn : (r+1)*rowIn]
-			mask := rowMask(y)
-			if mask == 0 {
-				clear(dxrow)
-				continue
+	threads, n := kc.NumThreads(), g.n*g.h
+	grain := dwAsmBlock(n, threads, dwRowGrainFor(g.w*g.c*9/g.sh/g.sw))
+	if serial(threads, n, grain) {
+		a.inputRows(0, n)
+	} else {
+		parallel.Blocks(threads, n, grain, a.heap().inputRows)
+	}
+	return nil
+}
+
+// dwInputRowMask returns as bits the filter rows p < 3 whose out_backprop
+// row (y + pt − p·dh)/sh exists for input-gradient row y.
+func dwInputRowMask(g *dwGeom, y int) int {
+	mask := 0
+	for p := range 3 {
+		t := y + g.pt - p*g.dh
+		if t >= 0 && t%g.sh == 0 && t/g.sh < g.oh {
+			mask |= 1 << p
+		}
+	}
+	return mask
+}
+
+// inputRows computes dwBackpropInputAsm's input-gradient rows [lo, hi)
+// (row r of image r/h); a.x is out_backprop, a.out the input gradient and
+// [a.jlo, a.jhi) the interior input pixels.
+func (a *dwAsmJob) inputRows(lo, hi int) {
+	g, dy, f, dx, zero := &a.g, a.x, a.f, a.out, a.zero
+	taps, xlo, xhi, ulo := &a.taps, a.jlo, a.jhi, a.ulo
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
+	nb, off := c/dwconv.Block, c-dwconv.Block
+	tail := c%dwconv.Block != 0
+	var rows [3][]float32
+	var xs, ts [9][]float32
+	for r := lo; r < hi; r++ {
+		b, y := r/g.h, r%g.h
+		dxrow := dx[r*rowIn : (r+1)*rowIn]
+		mask := dwInputRowMask(g, y)
+		if mask == 0 {
+			clear(dxrow)
+			continue
+		}
+		dwAsmRows(&rows, mask, dy, zero, rowOut, func(p int) int { return b*g.oh + (y+g.pt-p*g.dh)/g.sh })
+		// The new out_backprop row (filter row 0) and the input-gradient
+		// row of the row dwAsmAhead rows on, prefetched while this row
+		// runs.
+		var pf [2][]float32
+		if d := dwAsmAhead; r+d < hi {
+			if t := y + d + g.pt; y+d < g.h && t%g.sh == 0 && t/g.sh < g.oh {
+				i := b*g.oh + t/g.sh
+				pf[0] = dy[i*rowOut : (i+1)*rowOut]
 			}
-			dwAsmRows(&rows, mask, dy, zero, rowOut, func(p int) int { return b*g.oh + (y+g.pt-p*g.dh)/g.sh })
-			// The new out_backprop row (filter row 0) and the input-gradient
-			// row of the row dwAsmAhead rows on, prefetched while this row
-			// runs.
-			var pf [2][]float32
-			if d := dwAsmAhead; r+d < hi {
-				if t := y + d + g.pt; y+d < g.h && t%g.sh == 0 && t/g.sh < g.oh {
-					i := b*g.oh + t/g.sh
-					pf[0] = dy[i*rowOut : (i+1)*rowOut]
+			pf[1] = dx[(r+d)*rowIn : (r+d+1)*rowIn]
+		}
+		if g.sw == 1 {
+			dwAsmHalves(xhi-xlo, 6, &pf, func(j0, j1 int, pf []float32) {
+				win := dwAsmShift(&rows, (xlo+j0+g.pl-2)*c)
+				o := dxrow[(xlo+j0)*c:]
+				dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, 1, pf)
+				if tail {
+					dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, 1, nil)
 				}
-				pf[1] = dx[(r+d)*rowIn : (r+d+1)*rowIn]
-			}
-			if g.sw == 1 {
-				dwAsmHalves(xhi-xlo, 6, &pf, func(j0, j1 int, pf []float32) {
-					win := dwAsmShift(&rows, (xlo+j0+g.pl-2)*c)
-					o := dxrow[(xlo+j0)*c:]
-					dwconv.Fwd3x3(o, win, taps[mask], j1-j0, nb, c, 1, pf)
-					if tail {
-						dwconv.Fwd3x3(o[off:], dwAsmShift(win, off), taps[mask][off:], j1-j0, 1, c, 1, nil)
-					}
-				})
-			} else {
-				dwAsmHalves((xhi-xlo)/2, 4, &pf, func(m0, m1 int, pf []float32) {
-					win := dwAsmShift(&rows, (ulo-1+m0)*c)
-					o := dxrow[(xlo+2*m0)*c:]
-					dwconv.BwdInput3x3S2(o, win, taps[mask], m1-m0, nb, c, pf)
-					if tail {
-						dwconv.BwdInput3x3S2(o[off:], dwAsmShift(win, off), taps[mask][off:], m1-m0, 1, c, nil)
-					}
-				})
-			}
-			for xc := 0; xc < g.w; xc++ {
-				if xc == xlo && xlo < xhi {
-					if xc = xhi; xc >= g.w {
-						break
-					}
+			})
+		} else {
+			dwAsmHalves((xhi-xlo)/2, 4, &pf, func(m0, m1 int, pf []float32) {
+				win := dwAsmShift(&rows, (ulo-1+m0)*c)
+				o := dxrow[(xlo+2*m0)*c:]
+				dwconv.BwdInput3x3S2(o, win, taps[mask], m1-m0, nb, c, pf)
+				if tail {
+					dwconv.BwdInput3x3S2(o[off:], dwAsmShift(win, off), taps[mask][off:], m1-m0, 1, c, nil)
 				}
-				n := 0
-				for p := range 3 {
-					if mask>>p&1 == 0 {
+			})
+		}
+		for xc := 0; xc < g.w; xc++ {
+			if xc == xlo && xlo < xhi {
+				if xc = xhi; xc >= g.w {
+					break
+				}
+			}
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := range 3 {
+					t := xc + g.pl - q
+					if t < 0 || t%g.sw != 0 || t/g.sw >= g.ow {
 						continue
 					}
-					for q := range 3 {
-						t := xc + g.pl - q
-						if t < 0 || t%g.sw != 0 || t/g.sw >= g.ow {
-							continue
-						}
-						xs[n], ts[n] = rows[p][t/g.sw*c:], f[(3*p+q)*c:]
-						n++
-					}
+					xs[n], ts[n] = rows[p][t/g.sw*c:], f[(3*p+q)*c:]
+					n++
 				}
-				dwAsmDot(dxrow[xc*c:], &xs, &ts, n, c)
 			}
+			dwAsmDot(dxrow[xc*c:], &xs, &ts, n, c)
 		}
-	})
-	return nil
+	}
 }
 
 // dwAsmFilterSpan bounds the input and out_backprop bytes one Filter3x3
@@ -1488,12 +1581,7 @@ const dwAsmFilterSpan = 16 << 10
 func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32) error {
 	c := g.c
 	rowIn, rowOut := g.w*c, g.ow*c
-	nb, off := c/dwconv.Block, c-dwconv.Block
-	tail := c%dwconv.Block != 0
-	nbt := nb
-	if tail {
-		nbt++
-	}
+	nbt := (c + dwconv.Block - 1) / dwconv.Block
 	pk := 72 * nbt
 	rows := g.n * g.oh
 	rpc := max(1, dwFilterChunkWork/max(1, rowOut*9))
@@ -1522,114 +1610,19 @@ func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32)
 			}
 		}
 	}
-	jlo, jhi := dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
+	a := dwAsmJob{g: *g, x: x, dy: dy, zero: zero, parts: parts, accs: accs, pk: pk, rpc: rpc}
+	a.jlo, a.jhi = dwInterior(g.ow, g.w, 3, g.sw, 1, g.pl)
 	// Interior segments: at least two (half of them prefetch one of the
 	// next row's two new regions, half the other), balanced.
-	nseg := 0
-	if n := jhi - jlo; n > 0 {
+	if n := a.jhi - a.jlo; n > 0 {
 		seg := max(2, dwAsmFilterSpan/(4*c*(3*g.sw+1)))
-		nseg = max(min(2, n/2), (n+seg-1)/seg)
+		a.nseg = max(min(2, n/2), (n+seg-1)/seg)
 	}
-	chunk := func(ci, lo, hi int) {
-		part := parts[ci*pk : (ci+1)*pk]
-		acc := accs[ci*pk : (ci+1)*pk]
-		var xr [3][]float32
-		var ks [9]int
-		var xs [9][]float32
-		for r := lo; r < hi; r++ {
-			b, i := r/g.oh, r%g.oh
-			dyrow := dy[r*rowOut : (r+1)*rowOut]
-			y0 := i*g.sh - g.pt
-			mask := dwRowMask(y0, g.dh, g.h)
-			if mask == 0 {
-				continue
-			}
-			dwAsmRows(&xr, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
-			// The out_backprop and the new input rows of the row dwAsmAhead
-			// rows on, prefetched while this row runs (across chunks too:
-			// chunks run in order on each goroutine).
-			var pf [2][]float32
-			if d := dwAsmAhead; r+d < rows {
-				pf[0] = dy[(r+d)*rowOut : (r+d+1)*rowOut]
-				if i+d < g.oh {
-					ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
-					if ylo < yhi {
-						pf[1] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
-					}
-				}
-			}
-			if nseg < 2 {
-				dwconv.Prefetch(pf[0])
-				dwconv.Prefetch(pf[1])
-			}
-			clear(acc)
-			for k := range nseg {
-				j0, j1 := jlo+k*(jhi-jlo)/nseg, jlo+(k+1)*(jhi-jlo)/nseg
-				// Segments [0, nseg/2) share the first region, the others the
-				// second (measured: better than an even split of both on W6).
-				var p []float32
-				if h0 := nseg / 2; h0 > 0 {
-					reg, piece, pieces := pf[0], k, h0
-					if k >= h0 {
-						reg, piece, pieces = pf[1], k-h0, nseg-h0
-					}
-					p = reg[piece*len(reg)/pieces : (piece+1)*len(reg)/pieces]
-				}
-				win := dwAsmShift(&xr, (j0*g.sw-g.pl)*c)
-				d := dyrow[j0*c:]
-				dwconv.Filter3x3(acc, d, win, j1-j0, nb, c, g.sw, p)
-				if tail {
-					dwconv.Filter3x3(acc[72*nb:], d[off:], dwAsmShift(win, off), j1-j0, 1, c, g.sw, nil)
-				}
-			}
-			for j := 0; j < g.ow; j++ {
-				if j == jlo && jlo < jhi {
-					if j = jhi; j >= g.ow {
-						break
-					}
-				}
-				x0 := j*g.sw - g.pl
-				qlo, qhi := dwRange(x0, 1, 3, g.w)
-				n := 0
-				for p := range 3 {
-					if mask>>p&1 == 0 {
-						continue
-					}
-					for q := qlo; q < qhi; q++ {
-						ks[n], xs[n] = 3*p+q, xr[p][(x0+q)*c:]
-						n++
-					}
-				}
-				if n == 0 {
-					continue
-				}
-				d := dyrow[j*c:]
-				dwconv.AxpyTaps(acc, ks[:n], xs[:n], d, nb)
-				if tail {
-					for k := range n {
-						xs[k] = xs[k][off:]
-					}
-					dwconv.AxpyTaps(acc[72*nb:], ks[:n], xs[:n], d[off:], 1)
-				}
-			}
-			if mask != 7 {
-				// The zeroed rows' sums are not part of the gradient.
-				for blk := range nbt {
-					for p := range 3 {
-						if mask>>p&1 == 0 {
-							clear(acc[72*blk+24*p : 72*blk+24*p+24])
-						}
-					}
-				}
-			}
-			dwconv.AddF64(part, acc)
-		}
+	if threads := kc.NumThreads(); serial(threads, nch, 1) {
+		a.filterChunks(0, nch)
+	} else {
+		parallel.Blocks(threads, nch, 1, a.heap().filterChunks)
 	}
-	dwDynamic(kc.NumThreads(), nch, 1, func(c0, c1 int) {
-		for ci := c0; ci < c1; ci++ {
-			chunk(ci, ci*rpc, min((ci+1)*rpc, rows))
-		}
-	})
 	sum := parts[:pk]
 	for ci := 1; ci < nch; ci++ {
 		part := parts[ci*pk : (ci+1)*pk]
@@ -1637,6 +1630,7 @@ func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32)
 			sum[k] += v
 		}
 	}
+	nb, off := c/dwconv.Block, c-dwconv.Block
 	for k := range 9 {
 		dk := df[k*c : (k+1)*c]
 		for blk := range nb {
@@ -1649,4 +1643,124 @@ func dwBackpropFilterAsm(kc *registry.KernelCtx, g *dwGeom, x, dy, df []float32)
 		}
 	}
 	return nil
+}
+
+// filterChunks sums dwBackpropFilterAsm's chunks [c0, c1) of output rows
+// into their partial filters.
+func (a *dwAsmJob) filterChunks(c0, c1 int) {
+	rows := a.g.n * a.g.oh
+	for ci := c0; ci < c1; ci++ {
+		a.filterChunk(ci, ci*a.rpc, min((ci+1)*a.rpc, rows))
+	}
+}
+
+// filterChunk sums the output rows [lo, hi) of chunk ci into its partial
+// filter parts[ci·pk:(ci+1)·pk], row by row through its packed float32
+// accumulator accs[ci·pk:(ci+1)·pk]; a.x is the input, a.dy out_backprop.
+func (a *dwAsmJob) filterChunk(ci, lo, hi int) {
+	g, x, dy, zero := &a.g, a.x, a.dy, a.zero
+	pk, nseg, jlo, jhi := a.pk, a.nseg, a.jlo, a.jhi
+	parts, accs := a.parts, a.accs
+	c := g.c
+	rowIn, rowOut := g.w*c, g.ow*c
+	nb, off := c/dwconv.Block, c-dwconv.Block
+	tail := c%dwconv.Block != 0
+	nbt := nb
+	if tail {
+		nbt++
+	}
+	rows := g.n * g.oh
+	part := parts[ci*pk : (ci+1)*pk]
+	acc := accs[ci*pk : (ci+1)*pk]
+	var xr [3][]float32
+	var ks [9]int
+	var xs [9][]float32
+	for r := lo; r < hi; r++ {
+		b, i := r/g.oh, r%g.oh
+		dyrow := dy[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.sh - g.pt
+		mask := dwRowMask(y0, g.dh, g.h)
+		if mask == 0 {
+			continue
+		}
+		dwAsmRows(&xr, mask, x, zero, rowIn, func(p int) int { return b*g.h + y0 + p*g.dh })
+		// The out_backprop and the new input rows of the row dwAsmAhead
+		// rows on, prefetched while this row runs (across chunks too:
+		// chunks run in order on each goroutine).
+		var pf [2][]float32
+		if d := dwAsmAhead; r+d < rows {
+			pf[0] = dy[(r+d)*rowOut : (r+d+1)*rowOut]
+			if i+d < g.oh {
+				ylo, yhi := dwAsmNewRows(y0+(d-1)*g.sh, g.sh, g.dh, g.h)
+				if ylo < yhi {
+					pf[1] = x[(b*g.h+ylo)*rowIn : (b*g.h+yhi)*rowIn]
+				}
+			}
+		}
+		if nseg < 2 {
+			dwconv.Prefetch(pf[0])
+			dwconv.Prefetch(pf[1])
+		}
+		clear(acc)
+		for k := range nseg {
+			j0, j1 := jlo+k*(jhi-jlo)/nseg, jlo+(k+1)*(jhi-jlo)/nseg
+			// Segments [0, nseg/2) share the first region, the others the
+			// second (measured: better than an even split of both on W6).
+			var p []float32
+			if h0 := nseg / 2; h0 > 0 {
+				reg, piece, pieces := pf[0], k, h0
+				if k >= h0 {
+					reg, piece, pieces = pf[1], k-h0, nseg-h0
+				}
+				p = reg[piece*len(reg)/pieces : (piece+1)*len(reg)/pieces]
+			}
+			win := dwAsmShift(&xr, (j0*g.sw-g.pl)*c)
+			d := dyrow[j0*c:]
+			dwconv.Filter3x3(acc, d, win, j1-j0, nb, c, g.sw, p)
+			if tail {
+				dwconv.Filter3x3(acc[72*nb:], d[off:], dwAsmShift(win, off), j1-j0, 1, c, g.sw, nil)
+			}
+		}
+		for j := 0; j < g.ow; j++ {
+			if j == jlo && jlo < jhi {
+				if j = jhi; j >= g.ow {
+					break
+				}
+			}
+			x0 := j*g.sw - g.pl
+			qlo, qhi := dwRange(x0, 1, 3, g.w)
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := qlo; q < qhi; q++ {
+					ks[n], xs[n] = 3*p+q, xr[p][(x0+q)*c:]
+					n++
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			d := dyrow[j*c:]
+			dwconv.AxpyTaps(acc, ks[:n], xs[:n], d, nb)
+			if tail {
+				for k := range n {
+					xs[k] = xs[k][off:]
+				}
+				dwconv.AxpyTaps(acc[72*nb:], ks[:n], xs[:n], d[off:], 1)
+			}
+		}
+		if mask != 7 {
+			// The zeroed rows' sums are not part of the gradient.
+			for blk := range nbt {
+				for p := range 3 {
+					if mask>>p&1 == 0 {
+						clear(acc[72*blk+24*p : 72*blk+24*p+24])
+					}
+				}
+			}
+		}
+		dwconv.AddF64(part, acc)
+	}
 }

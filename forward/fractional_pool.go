@@ -915,16 +915,11 @@ func fpAvgGradOverlap[T fpNum](kc *registry.KernelCtx, dy, o []T, nd, h, w, c in
 	if err != nil {
 		return err
 	}
-	parallel.For(threads, nd*oh, fpGrain(ow*c), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			r0, r1 := fpCell(rows, i%oh, h, true)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpCell(cols, j, w, true)
-				p := (i*ow + j) * c
-				fpContrib(v[p:p+c], dy[p:p+c], int(r1-r0+1)*int(c1-c0+1))
-			}
-		}
-	})
+	if grain := fpGrain(ow * c); serial(threads, nd*oh, grain) {
+		fpOverlapContribs(dy, v, h, w, c, rows, cols, 0, nd*oh)
+	} else {
+		parallel.For(threads, nd*oh, grain, func(lo, hi int) { fpOverlapContribs(dy, v, h, w, c, rows, cols, lo, hi) })
+	}
 	cover, err := registry.Scratch[int64](kc, 2*(h+w), false)
 	if err != nil {
 		return err
@@ -933,54 +928,88 @@ func fpAvgGradOverlap[T fpNum](kc *registry.KernelCtx, dy, o []T, nd, h, w, c in
 	fpCover(rows, h, true, rlo, rhi)
 	fpCover(cols, w, true, clo, chi)
 	grain := fpGrain(w * c)
-	accs, err := registry.Scratch[float64](kc, parallel.Chunks(nd*h, grain)*c, false)
+	nch := parallel.Chunks(nd*h, grain)
+	accs, err := registry.Scratch[float64](kc, nch*c, false)
 	if err != nil {
 		return err
 	}
-	parallel.ForChunks(threads, nd*h, grain, func(ci, lo, hi int) {
-		acc := accs[ci*c : (ci+1)*c]
-		var offs [4]int
-		for i := lo; i < hi; i++ {
-			b, r := i/h, i%h
-			a0, a1 := int(rlo[r]), int(rhi[r])
-			if a0 < 0 {
-				clear(o[i*w*c : (i+1)*w*c])
+	cv := fpCoverage{rlo: rlo, rhi: rhi, clo: clo, chi: chi}
+	if serial(threads, nch, 1) {
+		for ci := range nch {
+			fpOverlapGather(o, v, accs, cv, h, w, c, oh, ow, ci, ci*grain, min((ci+1)*grain, nd*h))
+		}
+	} else {
+		parallel.ForChunks(threads, nd*h, grain, func(ci, lo, hi int) { fpOverlapGather(o, v, accs, cv, h, w, c, oh, ow, ci, lo, hi) })
+	}
+	return nil
+}
+
+// fpOverlapContribs computes fpAvgGradOverlap's contributions v of the
+// rows of cells [lo, hi) (row i of image i/oh).
+func fpOverlapContribs[T fpNum](dy []T, v []float64, h, w, c int, rows, cols []int64, lo, hi int) {
+	oh, ow := len(rows)-1, len(cols)-1
+	for i := lo; i < hi; i++ {
+		r0, r1 := fpCell(rows, i%oh, h, true)
+		for j := 0; j < ow; j++ {
+			c0, c1 := fpCell(cols, j, w, true)
+			p := (i*ow + j) * c
+			fpContrib(v[p:p+c], dy[p:p+c], int(r1-r0+1)*int(c1-c0+1))
+		}
+	}
+}
+
+// fpCoverage holds the ranges of cells covering each input row (rlo,
+// rhi) and column (clo, chi), lo = −1 for none (fpCover).
+type fpCoverage struct {
+	rlo, rhi, clo, chi []int64
+}
+
+// fpOverlapGather sums fpAvgGradOverlap's contributions into the input
+// rows [lo, hi) (row i of image i/h) of chunk ci, whose accumulator is
+// accs[ci·c:(ci+1)·c].
+func fpOverlapGather[T fpNum](o []T, v, accs []float64, cv fpCoverage, h, w, c, oh, ow, ci, lo, hi int) {
+	rlo, rhi, clo, chi := cv.rlo, cv.rhi, cv.clo, cv.chi
+	acc := accs[ci*c : (ci+1)*c]
+	var offs [4]int
+	for i := lo; i < hi; i++ {
+		b, r := i/h, i%h
+		a0, a1 := int(rlo[r]), int(rhi[r])
+		if a0 < 0 {
+			clear(o[i*w*c : (i+1)*w*c])
+			continue
+		}
+		for cc := 0; cc < w; cc++ {
+			dst := o[(i*w+cc)*c:][:c]
+			b0, b1 := int(clo[cc]), int(chi[cc])
+			if b0 < 0 {
+				clear(dst)
 				continue
 			}
-			for cc := 0; cc < w; cc++ {
-				dst := o[(i*w+cc)*c:][:c]
-				b0, b1 := int(clo[cc]), int(chi[cc])
-				if b0 < 0 {
-					clear(dst)
-					continue
-				}
-				if (a1-a0+1)*(b1-b0+1) <= len(offs) {
-					k := 0
-					for aa := a0; aa <= a1; aa++ {
-						for bb := b0; bb <= b1; bb++ {
-							offs[k] = ((b*oh+aa)*ow + bb) * c
-							k++
-						}
-					}
-					fpGatherCell(dst, v, offs[:k])
-					continue
-				}
-				clear(acc)
+			if (a1-a0+1)*(b1-b0+1) <= len(offs) {
+				k := 0
 				for aa := a0; aa <= a1; aa++ {
 					for bb := b0; bb <= b1; bb++ {
-						src := v[((b*oh+aa)*ow+bb)*c:][:c]
-						for k, x := range src {
-							acc[k] += x
-						}
+						offs[k] = ((b*oh+aa)*ow + bb) * c
+						k++
 					}
 				}
-				for k, x := range acc {
-					dst[k] = T(x)
+				fpGatherCell(dst, v, offs[:k])
+				continue
+			}
+			clear(acc)
+			for aa := a0; aa <= a1; aa++ {
+				for bb := b0; bb <= b1; bb++ {
+					src := v[((b*oh+aa)*ow+bb)*c:][:c]
+					for k, x := range src {
+						acc[k] += x
+					}
 				}
 			}
+			for k, x := range acc {
+				dst[k] = T(x)
+			}
 		}
-	})
-	return nil
+	}
 }
 
 // fpContrib sets v = double(dy)/cnt elementwise (a power-of-two count as

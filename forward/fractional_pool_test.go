@@ -1001,3 +1001,36 @@ func TestFractionalPoolRobustness(t *testing.T) {
 	}
 	t.Logf("%d of 3000 random cases ran, the others were refused", ok)
 }
+
+// TestFractionalAvgPoolLargeThreads runs FractionalAvgPool and its
+// gradient on a batch large enough that their loops split across
+// goroutines, with and without overlapping cells, and checks that 1, 2
+// and 3 threads give the reference's values.
+func TestFractionalAvgPoolLargeThreads(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	const n, h, w, c = 8, 36, 36, 16
+	xv := make([]float32, n*h*w*c)
+	for i := range xv {
+		xv[i] = float32(r.NormFloat64())
+	}
+	for _, ov := range []bool{false, true} {
+		a := FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, PseudoRandom: true, Overlapping: ov,
+			Deterministic: true, Seed: 7, Seed2: 8}
+		ref := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
+		rows, cols := ref[1].Int64s(), ref[2].Int64s()
+		oh, ow := len(rows)-1, len(cols)-1
+		dv := make([]float32, n*oh*ow*c)
+		for i := range dv {
+			dv[i] = float32(r.NormFloat64())
+		}
+		name := fmt.Sprintf("ov=%v", ov)
+		for _, threads := range []int{1, 2, 3} {
+			kc := testutil.SeededKC(threads, 1)
+			out := testutil.MustRunKC(t, kc, fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
+			fpCheckAvg(t, name+"/fwd", out[0].Float32s(), fpRefAvg(xv, n, h, w, c, rows, cols, ov))
+			g := testutil.MustRunKC(t, kc, fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov},
+				fpInt64s(n, h, w, c), testutil.New(t, []int{n, oh, ow, c}, dv), ref[1], ref[2])
+			fpCheckAvg(t, name+"/grad", g[0].Float32s(), fpRefAvgGrad(dv, n, h, w, c, rows, cols, ov))
+		}
+	}
+}

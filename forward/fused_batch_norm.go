@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/tensor"
@@ -106,6 +106,46 @@ func (a FusedBatchNormAttrs) Format() string { return bnFormatOr(a.DataFormat) }
 func (a FusedBatchNormAttrs) GradAttrs() FusedBatchNormGradAttrs {
 	eps, tr := a.Eps(), a.Training()
 	return FusedBatchNormGradAttrs{Epsilon: &eps, DataFormat: a.Format(), IsTraining: &tr}
+}
+
+// GradAttrsValue returns GradAttrs boxed in an interface, as gradient
+// functions pass attrs on: the same boxed value for every call with the
+// same epsilon, data format and mode (the values are immutable), so
+// that after the first call for each the backward pass allocates
+// nothing for it.
+func (a FusedBatchNormAttrs) GradAttrsValue() any {
+	k := bnGradKey{eps: math.Float32bits(a.Eps()), format: a.Format(), training: a.Training()}
+	bnGradCache.RLock()
+	v, ok := bnGradCache.m[k]
+	bnGradCache.RUnlock()
+	if ok {
+		return v
+	}
+	bnGradCache.Lock()
+	defer bnGradCache.Unlock()
+	if v, ok := bnGradCache.m[k]; ok {
+		return v
+	}
+	if bnGradCache.m == nil {
+		bnGradCache.m = map[bnGradKey]any{}
+	}
+	v = a.GradAttrs()
+	bnGradCache.m[k] = v
+	return v
+}
+
+// bnGradKey identifies the grad-op attrs of GradAttrsValue (epsilon by
+// its bits, so that a NaN epsilon finds its entry).
+type bnGradKey struct {
+	eps      uint32
+	format   string
+	training bool
+}
+
+// bnGradCache holds GradAttrsValue's boxed values.
+var bnGradCache struct {
+	sync.RWMutex
+	m map[bnGradKey]any
 }
 
 // FusedBatchNormGradAttrs are the attributes of FusedBatchNormGrad and
@@ -352,95 +392,71 @@ func bnSplit(outer, unitElems int) (per, chunks int) {
 	return per, (outer + per - 1) / per
 }
 
-// bnRowsBody accumulates two per-channel sums over the rows [o0, o1) of a
-// channels-last tensor into p1, p2 (length C, zeroed by the caller).
-type bnRowsBody func(o0, o1 int, p1, p2 []float64)
+// bnRed is the split of a per-channel reduction over a layout l: the
+// outer dimension cut into chunks of per units, chunk k accumulating its
+// two partial sums per channel in p1[k·C:(k+1)·C] and p2[k·C:(k+1)·C].
+type bnRed struct {
+	l           bnLayout
+	per, chunks int
+	p1, p2      []float64
+}
 
-// bnSegBody returns two sums over the channel-c segments of the outer
-// units [o0, o1) of a channels-first tensor.
-type bnSegBody func(o0, o1, c int) (float64, float64)
-
-// bnReduce computes two per-channel sums s1, s2 (length C) over x's
-// layout, with rows (inner == 1) or seg (inner > 1) doing the work on
-// fixed chunks of the outer dimension; chunk partials are combined in
-// chunk order, so the sums do not depend on the thread count.
-func bnReduce(kc *registry.KernelCtx, l bnLayout, s1, s2 []float64, rows bnRowsBody, seg bnSegBody) error {
+// bnNewRed splits a reduction over l (bnSplit) and takes its partial sums
+// from kc's scratch, zeroed.
+func bnNewRed(kc *registry.KernelCtx, l bnLayout) (bnRed, error) {
 	C := l.c
 	per, chunks := bnSplit(l.outer, C*l.inner)
 	part, err := registry.Scratch[float64](kc, 2*chunks*C, true)
 	if err != nil {
-		return err
+		return bnRed{}, err
 	}
-	p1, p2 := part[:chunks*C], part[chunks*C:]
-	if l.inner == 1 {
-		bnDynamic(kc.NumThreads(), chunks, 1, func(k0, k1 int) {
-			for k := k0; k < k1; k++ {
-				rows(k*per, min((k+1)*per, l.outer), p1[k*C:(k+1)*C], p2[k*C:(k+1)*C])
-			}
-		})
-	} else {
-		items := chunks * C
-		grain := max(1, bnMinChunk/max(1, per*l.inner))
-		bnDynamic(kc.NumThreads(), items, grain, func(i0, i1 int) {
-			for i := i0; i < i1; i++ {
-				k, c := i/C, i%C
-				p1[i], p2[i] = seg(k*per, min((k+1)*per, l.outer), c)
-			}
-		})
-	}
+	return bnRed{l: l, per: per, chunks: chunks, p1: part[:chunks*C], p2: part[chunks*C:]}, nil
+}
+
+// bounds returns the outer units [o0, o1) of chunk k.
+func (r bnRed) bounds(k int) (o0, o1 int) {
+	return k * r.per, min((k+1)*r.per, r.l.outer)
+}
+
+// segGrain is the number of (chunk, channel) items of a channels-first
+// reduction per scheduling block.
+func (r bnRed) segGrain() int { return max(1, bnMinChunk/max(1, r.per*r.l.inner)) }
+
+// combine adds the chunks' partial sums in chunk order into s1, s2, so
+// the sums do not depend on the thread count.
+func (r bnRed) combine(s1, s2 []float64) {
+	C := r.l.c
 	for c := range s1[:C] {
 		s1[c], s2[c] = 0, 0
 	}
-	for k := 0; k < chunks; k++ {
-		a, b := p1[k*C:(k+1)*C], p2[k*C:(k+1)*C]
+	for k := 0; k < r.chunks; k++ {
+		a, b := r.p1[k*C:(k+1)*C], r.p2[k*C:(k+1)*C]
 		for c := range a {
 			s1[c] += a[c]
 			s2[c] += b[c]
 		}
 	}
-	return nil
 }
 
-// bnForUnits runs rows over the rows of a channels-last layout, or segs
-// over the (outer, channel) segments of a channels-first one, in parallel
-// (bnDynamic); both must only write elementwise outputs.
-func bnForUnits(kc *registry.KernelCtx, l bnLayout, rows func(o0, o1 int), segs func(s0, s1 int)) {
-	if l.inner == 1 {
-		bnDynamic(kc.NumThreads(), l.outer, max(1, bnMinChunk/max(1, l.c)), rows)
-		return
-	}
-	bnDynamic(kc.NumThreads(), l.outer*l.c, max(1, bnMinChunk/l.inner), segs)
+// bnUnitGrains returns the scheduling grains of an elementwise pass over
+// l: rows of a channels-last layout, (outer, channel) segments of a
+// channels-first one.
+func bnUnitGrains(l bnLayout) (rows, segs int) {
+	return max(1, bnMinChunk/max(1, l.c)), max(1, bnMinChunk/max(1, l.inner))
 }
 
-// bnDynamic calls fn over [0, n) in blocks of grain, which up to threads
-// goroutines pull in ascending order from a shared counter: a worker that
+// The passes below run their loops through parallel.Blocks, which hands
+// blocks out in ascending order from a shared counter: a worker that
 // starts late (waking an idle CPU) or runs on a busy CPU takes fewer
-// blocks. Blocks must be independent (reductions write per-block
-// partials), so results do not depend on the thread count.
+// blocks. Blocks are independent (reductions write per-chunk partials),
+// so results do not depend on the thread count. A pass that fits one
+// block, or runs on one thread, calls its loop directly, so that no
+// closure is built (a closure handed to parallel escapes to the heap).
 //
 // Blocks are handed out in ascending order on purpose: walking a tensor
 // larger than the caches backwards by blocks (to start on the data the
 // previous pass left in the L3 cache) defeated the hardware prefetchers
 // and made W7 slower, without measurable L3 reuse.
-func bnDynamic(threads, n, grain int, fn func(lo, hi int)) {
-	grain = max(1, grain)
-	blocks := (n + grain - 1) / grain
-	if threads <= 1 || blocks <= 1 {
-		fn(0, n)
-		return
-	}
-	var next atomic.Int64
-	workers := min(threads, blocks)
-	parallel.For(workers, workers, 1, func(int, int) {
-		for {
-			b := int(next.Add(1)) - 1
-			if b >= blocks {
-				return
-			}
-			fn(b*grain, min((b+1)*grain, n))
-		}
-	})
-}
 
 // bnStreamBytes is the output size from which the elementwise passes of
 // float32 channels-last tensors write with non-temporal stores: half the
@@ -495,7 +511,8 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 		if v3 {
 			nout = 6
 		}
-		out := make([]*tensor.Dense, nout)
+		var outs [6]*tensor.Dense
+		out := outs[:nout]
 		if out[0], err = like(kc, x); err != nil {
 			return nil, err
 		}
@@ -520,7 +537,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 					s[i] = nan
 				}
 			}
-			return out, nil
+			return kc.Results(out...), nil
 		}
 		eps := float64(a.Eps())
 		xs, ys := data[T](x), data[T](out[0])
@@ -541,7 +558,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 			copy(bv, v)
 			copy(rs1, m)
 			copy(rs2, v)
-			return out, nil
+			return kc.Results(out...), nil
 		}
 		st, err := registry.Scratch[float64](kc, 2*C, false)
 		if err != nil {
@@ -573,7 +590,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 			}
 		}
 		bnNormalize(kc, l, xs, ys, mu, k, beta)
-		return out, nil
+		return kc.Results(out...), nil
 	}
 }
 
@@ -590,30 +607,64 @@ func bnStats[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, x, shift []T, 
 			shift[c] = 0
 		}
 	}
-	rows := func(o0, o1 int, p1, p2 []float64) {
-		bnkern.Stats(x[o0*C:o1*C], C, shift, p1, p2)
+	r, err := bnNewRed(kc, l)
+	if err != nil {
+		return err
 	}
-	seg := func(o0, o1, c int) (float64, float64) {
-		k := shift[c]
+	threads := kc.NumThreads()
+	if S == 1 {
+		if serial(threads, r.chunks, 1) {
+			bnStatsRows(r, x, shift, 0, r.chunks)
+		} else {
+			parallel.Blocks(threads, r.chunks, 1, func(k0, k1 int) { bnStatsRows(r, x, shift, k0, k1) })
+		}
+	} else {
+		if items, grain := r.chunks*C, r.segGrain(); serial(threads, items, grain) {
+			bnStatsSegs(r, x, shift, 0, items)
+		} else {
+			parallel.Blocks(threads, items, grain, func(i0, i1 int) { bnStatsSegs(r, x, shift, i0, i1) })
+		}
+	}
+	r.combine(s1, s2)
+	return nil
+}
+
+// bnStatsRows accumulates bnStats' partial sums of the chunks [k0, k1) of
+// a channels-last layout.
+func bnStatsRows[T tensorx.Float](r bnRed, x, shift []T, k0, k1 int) {
+	C := r.l.c
+	for k := k0; k < k1; k++ {
+		o0, o1 := r.bounds(k)
+		bnkern.Stats(x[o0*C:o1*C], C, shift, r.p1[k*C:(k+1)*C], r.p2[k*C:(k+1)*C])
+	}
+}
+
+// bnStatsSegs computes bnStats' partial sums of the (chunk, channel) items
+// [i0, i1) of a channels-first layout.
+func bnStatsSegs[T tensorx.Float](r bnRed, x, shift []T, i0, i1 int) {
+	C, S := r.l.c, r.l.inner
+	for i := i0; i < i1; i++ {
+		k, c := i/C, i%C
+		o0, o1 := r.bounds(k)
+		sh := shift[c]
 		var a, b float64
 		for o := o0; o < o1; o++ {
 			s := x[(o*C+c)*S : (o*C+c+1)*S]
-			i := 0
-			for ; i+4 <= len(s); i += 4 {
-				q := s[i : i+4 : i+4]
-				d0, d1, d2, d3 := q[0]-k, q[1]-k, q[2]-k, q[3]-k
+			j := 0
+			for ; j+4 <= len(s); j += 4 {
+				q := s[j : j+4 : j+4]
+				d0, d1, d2, d3 := q[0]-sh, q[1]-sh, q[2]-sh, q[3]-sh
 				a += float64((d0 + d1) + (d2 + d3))
 				b += float64((d0*d0 + d1*d1) + (d2*d2 + d3*d3))
 			}
-			for ; i < len(s); i++ {
-				d := s[i] - k
+			for ; j < len(s); j++ {
+				d := s[j] - sh
 				a += float64(d)
 				b += float64(d * d)
 			}
 		}
-		return a, b
+		r.p1[i], r.p2[i] = a, b
 	}
-	return bnReduce(kc, l, s1, s2, rows, seg)
 }
 
 // bnStream reports whether an elementwise pass should write out with
@@ -627,20 +678,43 @@ func bnStream[T tensorx.Float](out []T) bool {
 // type (TensorFlow's order: the factor k = γ·rsqrt(var+ε) is formed
 // first).
 func bnNormalize[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, x, y, mu, k, beta []T) {
-	C, S := l.c, l.inner
 	stream := bnStream(y)
-	bnForUnits(kc, l, func(o0, o1 int) {
-		bnkern.Norm(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, stream)
-	}, func(s0, s1 int) {
-		for s := s0; s < s1; s++ {
-			c := s % C
-			m, kk, b := mu[c], k[c], beta[c]
-			xr, yr := x[s*S:(s+1)*S], y[s*S:(s+1)*S]
-			for i, v := range xr {
-				yr[i] = (v-m)*kk + b
-			}
+	threads := kc.NumThreads()
+	rg, sg := bnUnitGrains(l)
+	if l.inner == 1 {
+		if serial(threads, l.outer, rg) {
+			bnNormRows(l, x, y, mu, k, beta, stream, 0, l.outer)
+		} else {
+			parallel.Blocks(threads, l.outer, rg, func(o0, o1 int) { bnNormRows(l, x, y, mu, k, beta, stream, o0, o1) })
 		}
-	})
+		return
+	}
+	if n := l.outer * l.c; serial(threads, n, sg) {
+		bnNormSegs(l, x, y, mu, k, beta, 0, n)
+	} else {
+		parallel.Blocks(threads, n, sg, func(s0, s1 int) { bnNormSegs(l, x, y, mu, k, beta, s0, s1) })
+	}
+}
+
+// bnNormRows is bnNormalize on the rows [o0, o1) of a channels-last
+// layout.
+func bnNormRows[T tensorx.Float](l bnLayout, x, y, mu, k, beta []T, stream bool, o0, o1 int) {
+	C := l.c
+	bnkern.Norm(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, stream)
+}
+
+// bnNormSegs is bnNormalize on the (outer, channel) segments [s0, s1) of
+// a channels-first layout.
+func bnNormSegs[T tensorx.Float](l bnLayout, x, y, mu, k, beta []T, s0, s1 int) {
+	C, S := l.c, l.inner
+	for s := s0; s < s1; s++ {
+		c := s % C
+		m, kk, b := mu[c], k[c], beta[c]
+		xr, yr := x[s*S:(s+1)*S], y[s*S:(s+1)*S]
+		for i, v := range xr {
+			yr[i] = (v-m)*kk + b
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -679,7 +753,8 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 		}
 
 		dt := x.Dtype()
-		out := make([]*tensor.Dense, 5)
+		var outs [5]*tensor.Dense
+		out := outs[:]
 		if out[0], err = like(kc, x); err != nil {
 			return nil, err
 		}
@@ -692,7 +767,7 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 		if l.size() == 0 {
 			clear(dscale)
 			clear(doffset)
-			return out, nil
+			return kc.Results(out...), nil
 		}
 		st, err := registry.Scratch[float64](kc, 2*C, false)
 		if err != nil {
@@ -721,7 +796,7 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 				dscale[c] = T(s2[c] * r)
 				doffset[c] = T(s1[c])
 			}
-			return out, nil
+			return kc.Results(out...), nil
 		}
 		if err := bnGradSums(kc, l, dys, xs, ms, s1, s2, nil, nil); err != nil {
 			return nil, err
@@ -740,7 +815,7 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 			B[c] = T(ac * r * r * s2[c] / n)
 		}
 		bnGradDx(kc, l, dys, xs, dxs, A, mdy, B, ms)
-		return out, nil
+		return kc.Results(out...), nil
 	}
 }
 
@@ -749,14 +824,49 @@ func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
 // accumulated in float64. If dx is not nil it also writes dx = dy·k (the
 // inference gradient) in the same pass.
 func bnGradSums[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, mean []T, s1, s2 []float64, dx, k []T) error {
-	C, S := l.c, l.inner
-	rows := func(o0, o1 int, p1, p2 []float64) {
-		bnkern.GradSums(dy[o0*C:o1*C], x[o0*C:o1*C], C, mean, p1, p2)
+	r, err := bnNewRed(kc, l)
+	if err != nil {
+		return err
+	}
+	threads := kc.NumThreads()
+	if l.inner == 1 {
+		if serial(threads, r.chunks, 1) {
+			bnGradSumsRows(r, dy, x, mean, dx, k, 0, r.chunks)
+		} else {
+			parallel.Blocks(threads, r.chunks, 1, func(k0, k1 int) { bnGradSumsRows(r, dy, x, mean, dx, k, k0, k1) })
+		}
+	} else {
+		if items, grain := r.chunks*l.c, r.segGrain(); serial(threads, items, grain) {
+			bnGradSumsSegs(r, dy, x, mean, dx, k, 0, items)
+		} else {
+			parallel.Blocks(threads, items, grain, func(i0, i1 int) { bnGradSumsSegs(r, dy, x, mean, dx, k, i0, i1) })
+		}
+	}
+	r.combine(s1, s2)
+	return nil
+}
+
+// bnGradSumsRows accumulates bnGradSums' partial sums of the chunks
+// [k0, k1) of a channels-last layout (and writes their dx).
+func bnGradSumsRows[T tensorx.Float](r bnRed, dy, x, mean, dx, k []T, k0, k1 int) {
+	C := r.l.c
+	for q := k0; q < k1; q++ {
+		o0, o1 := r.bounds(q)
+		bnkern.GradSums(dy[o0*C:o1*C], x[o0*C:o1*C], C, mean, r.p1[q*C:(q+1)*C], r.p2[q*C:(q+1)*C])
 		if dx != nil {
 			bnkern.Scale(dy[o0*C:o1*C], dx[o0*C:o1*C], C, k)
 		}
 	}
-	seg := func(o0, o1, c int) (float64, float64) {
+}
+
+// bnGradSumsSegs computes bnGradSums' partial sums of the (chunk,
+// channel) items [i0, i1) of a channels-first layout (and writes their
+// dx).
+func bnGradSumsSegs[T tensorx.Float](r bnRed, dy, x, mean, dx, k []T, i0, i1 int) {
+	C, S := r.l.c, r.l.inner
+	for it := i0; it < i1; it++ {
+		q, c := it/C, it%C
+		o0, o1 := r.bounds(q)
 		mc := mean[c]
 		var a, b float64
 		for o := o0; o < o1; o++ {
@@ -766,9 +876,9 @@ func bnGradSums[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, mean
 			i := 0
 			for ; i+4 <= len(gs); i += 4 {
 				g := gs[i : i+4 : i+4]
-				q := xr[i : i+4 : i+4]
+				xq := xr[i : i+4 : i+4]
 				a += float64((g[0] + g[1]) + (g[2] + g[3]))
-				b += float64((g[0]*(q[0]-mc) + g[1]*(q[1]-mc)) + (g[2]*(q[2]-mc) + g[3]*(q[3]-mc)))
+				b += float64((g[0]*(xq[0]-mc) + g[1]*(xq[1]-mc)) + (g[2]*(xq[2]-mc) + g[3]*(xq[3]-mc)))
 			}
 			for ; i < len(gs); i++ {
 				a += float64(gs[i])
@@ -782,26 +892,48 @@ func bnGradSums[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, mean
 				}
 			}
 		}
-		return a, b
+		r.p1[it], r.p2[it] = a, b
 	}
-	return bnReduce(kc, l, s1, s2, rows, seg)
 }
 
 // bnGradDx writes the training gradient dx = A·(dy − mdy) − B·(x − m) per
 // channel, in the element type.
 func bnGradDx[T tensorx.Float](kc *registry.KernelCtx, l bnLayout, dy, x, dx, A, mdy, B, m []T) {
-	C, S := l.c, l.inner
 	stream := bnStream(dx)
-	bnForUnits(kc, l, func(o0, o1 int) {
-		bnkern.GradDx(dy[o0*C:o1*C], x[o0*C:o1*C], dx[o0*C:o1*C], C, A, mdy, B, m, stream)
-	}, func(s0, s1 int) {
-		for s := s0; s < s1; s++ {
-			c := s % C
-			a, md, b, mm := A[c], mdy[c], B[c], m[c]
-			gr, xr, dr := dy[s*S:(s+1)*S], x[s*S:(s+1)*S], dx[s*S:(s+1)*S]
-			for i, g := range gr {
-				dr[i] = a*(g-md) - b*(xr[i]-mm)
-			}
+	threads := kc.NumThreads()
+	rg, sg := bnUnitGrains(l)
+	if l.inner == 1 {
+		if serial(threads, l.outer, rg) {
+			bnGradDxRows(l, dy, x, dx, A, mdy, B, m, stream, 0, l.outer)
+		} else {
+			parallel.Blocks(threads, l.outer, rg, func(o0, o1 int) { bnGradDxRows(l, dy, x, dx, A, mdy, B, m, stream, o0, o1) })
 		}
-	})
+		return
+	}
+	if n := l.outer * l.c; serial(threads, n, sg) {
+		bnGradDxSegs(l, dy, x, dx, A, mdy, B, m, 0, n)
+	} else {
+		parallel.Blocks(threads, n, sg, func(s0, s1 int) { bnGradDxSegs(l, dy, x, dx, A, mdy, B, m, s0, s1) })
+	}
+}
+
+// bnGradDxRows is bnGradDx on the rows [o0, o1) of a channels-last
+// layout.
+func bnGradDxRows[T tensorx.Float](l bnLayout, dy, x, dx, A, mdy, B, m []T, stream bool, o0, o1 int) {
+	C := l.c
+	bnkern.GradDx(dy[o0*C:o1*C], x[o0*C:o1*C], dx[o0*C:o1*C], C, A, mdy, B, m, stream)
+}
+
+// bnGradDxSegs is bnGradDx on the (outer, channel) segments [s0, s1) of a
+// channels-first layout.
+func bnGradDxSegs[T tensorx.Float](l bnLayout, dy, x, dx, A, mdy, B, m []T, s0, s1 int) {
+	C, S := l.c, l.inner
+	for s := s0; s < s1; s++ {
+		c := s % C
+		a, md, b, mm := A[c], mdy[c], B[c], m[c]
+		gr, xr, dr := dy[s*S:(s+1)*S], x[s*S:(s+1)*S], dx[s*S:(s+1)*S]
+		for i, g := range gr {
+			dr[i] = a*(g-md) - b*(xr[i]-mm)
+		}
+	}
 }

@@ -2,6 +2,10 @@
 // ../shared/perf/WORKLOADS.md (W1–W10) and on GEMM, printing one line per
 // (workload, mode), or with -json one JSON object per line in the schema of
 // perf/bench_torch.py, so the two outputs join on (workload, mode, threads).
+// Each line also gives the heap allocations of a repetition (allocs_per_op,
+// bytes_per_op in the JSON lines): runtime.MemStats counted around the
+// timed repetitions, so over every goroutine (workers included), at the
+// run's GOMAXPROCS; the warm-up repetitions are not counted.
 //
 //	go run ./cmd/bench [-json] [-threads N] [-workload W1,W2] [-modes fwd,fwdbwd] [-reps 20] [-min-time 0.5s]
 package main
@@ -32,6 +36,11 @@ type result struct {
 	GFlops   float64 `json:"gflops,omitempty"`
 	GBps     float64 `json:"gbps,omitempty"`
 	Desc     string  `json:"desc,omitempty"`
+	// AllocsPerOp and BytesPerOp are the heap allocations (objects and
+	// bytes) per timed repetition; keys bench_torch.py's lines do not
+	// have (compare.py ignores them).
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
 }
 
 // mode is one timed operation of a workload: run performs it once.
@@ -154,13 +163,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			runtime.GC() // collect setup garbage before timing
-			times, err := timeIt(m.run, *warmup, *reps, *minTime)
+			times, al, err := timeIt(m.run, *warmup, *reps, *minTime)
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: %s %s: %v\n", w.name, m.name, err)
 				status = 1
 				continue
 			}
-			r := summarize(w, m, *threads, times)
+			r := summarize(w, m, *threads, times, al)
 			if *asJSON {
 				enc.Encode(r)
 			} else {
@@ -171,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				if r.GBps > 0 {
 					fmt.Fprintf(stdout, "  %6.1f GB/s", r.GBps)
 				}
-				fmt.Fprintln(stdout)
+				fmt.Fprintf(stdout, "  %.1f allocs/op  %.0f B/op\n", r.AllocsPerOp, r.BytesPerOp)
 			}
 		}
 	}
@@ -188,30 +197,44 @@ func set(csv string) map[string]bool {
 	return m
 }
 
+// maxReps bounds the timed repetitions of a mode.
+const maxReps = 10000
+
+// allocs is the heap allocation of a sequence of repetitions.
+type allocs struct {
+	objects, bytes uint64 // runtime.MemStats Mallocs and TotalAlloc deltas
+	reps           int
+}
+
 // timeIt runs f warmup times, then at least reps times and for at least
-// minTime, and returns each timed repetition's duration in ms.
-func timeIt(f func() error, warmup, reps int, minTime time.Duration) ([]float64, error) {
+// minTime, and returns each timed repetition's duration in ms and the
+// heap allocations of the timed repetitions (the timing loop itself
+// allocates nothing: times has room for maxReps).
+func timeIt(f func() error, warmup, reps int, minTime time.Duration) ([]float64, allocs, error) {
 	for i := 0; i < warmup; i++ {
 		if err := f(); err != nil {
-			return nil, err
+			return nil, allocs{}, err
 		}
 	}
-	var times []float64
+	times := make([]float64, 0, maxReps)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	for len(times) < reps || time.Since(start) < minTime {
 		t0 := time.Now()
 		if err := f(); err != nil {
-			return nil, err
+			return nil, allocs{}, err
 		}
 		times = append(times, float64(time.Since(t0).Nanoseconds())/1e6)
-		if len(times) >= 10000 {
+		if len(times) >= maxReps {
 			break
 		}
 	}
-	return times, nil
+	runtime.ReadMemStats(&m1)
+	return times, allocs{objects: m1.Mallocs - m0.Mallocs, bytes: m1.TotalAlloc - m0.TotalAlloc, reps: len(times)}, nil
 }
 
-func summarize(w workload, m mode, threads int, times []float64) result {
+func summarize(w workload, m mode, threads int, times []float64, al allocs) result {
 	s := append([]float64(nil), times...)
 	sort.Float64s(s)
 	med := s[len(s)/2]
@@ -220,6 +243,10 @@ func summarize(w workload, m mode, threads int, times []float64) result {
 	}
 	r := result{System: "tapegrad", Workload: w.name, Mode: m.name, Threads: threads,
 		Ms: med, MsMin: s[0], MsMax: s[len(s)-1], Reps: len(s), Desc: w.desc}
+	if al.reps > 0 {
+		r.AllocsPerOp = float64(al.objects) / float64(al.reps)
+		r.BytesPerOp = float64(al.bytes) / float64(al.reps)
+	}
 	if m.flops > 0 {
 		r.GFlops = m.flops / (med * 1e6)
 	}

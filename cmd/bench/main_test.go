@@ -85,7 +85,7 @@ func TestRunJSON(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		for _, k := range []string{"system", "workload", "mode", "threads", "ms", "ms_min", "ms_max", "reps", "gbps"} {
+		for _, k := range []string{"system", "workload", "mode", "threads", "ms", "ms_min", "ms_max", "reps", "gbps", "allocs_per_op", "bytes_per_op"} {
 			if _, ok := r[k]; !ok {
 				t.Errorf("line %q lacks %q", sc.Text(), k)
 			}
@@ -95,6 +95,11 @@ func TestRunJSON(t *testing.T) {
 		}
 		if ms, _ := r["ms"].(float64); !(ms > 0) {
 			t.Errorf("line %q: ms not positive", sc.Text())
+		}
+		for _, k := range []string{"allocs_per_op", "bytes_per_op"} {
+			if v, ok := r[k].(float64); !ok || v < 0 {
+				t.Errorf("line %q: %s is not a non-negative number", sc.Text(), k)
+			}
 		}
 		modes = append(modes, r["mode"].(string))
 	}
@@ -119,18 +124,28 @@ func TestWorkloadLess(t *testing.T) {
 	}
 }
 
-// BenchmarkW10Step times W10's training step and reports its allocations.
+// BenchmarkW10Step times W10's training step and reports its allocations,
+// on one thread and, as W10Step/threads=2, on two (run with -cpu 2 or
+// more for the second to use two cores).
 func BenchmarkW10Step(b *testing.B) {
-	m, err := newW10(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := m.step(); err != nil {
-			b.Fatal(err)
+	for _, threads := range []int{1, 2} {
+		name := "threads=1"
+		if threads > 1 {
+			name = "threads=2"
 		}
+		b.Run(name, func(b *testing.B) {
+			m, err := newW10(threads)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -117,9 +117,9 @@ func singleOp(threads int, name, op string, attrs any, inputs []*tensor.Dense, f
 	for i, d := range inputs {
 		ps = append(ps, &autodiff.Param{Name: fmt.Sprint("in", i), Data: d})
 	}
+	in := make([]autodiff.Value, len(ps)) // reused: the harness allocates nothing per run
 	f := func() error {
 		tp.Reset()
-		in := make([]autodiff.Value, len(ps))
 		for i, p := range ps {
 			in[i] = tp.Param(p)
 		}

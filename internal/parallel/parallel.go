@@ -9,6 +9,15 @@
 // with its own share is run by the caller itself, so nested calls never
 // deadlock and a busy machine degrades to serial execution, not to a
 // stall.
+//
+// A call allocates nothing in the steady state: its bookkeeping (a group
+// of jobs and the channel its caller parks on) comes from a free list and
+// is reused by later calls. What remains is the caller's: a closure
+// passed as fn is allocated where it is built, so hot callers test for
+// the serial case (threads <= 1, or a single chunk or block) first and
+// call their loop directly. The pool starts a worker (a goroutine and its
+// state) only when no idle one is left, at most maxWorkers for the life
+// of the process.
 package parallel
 
 import (
@@ -23,47 +32,21 @@ import (
 // threads <= 1, or a single chunk, everything runs on the caller's
 // goroutine. fn must be safe to call concurrently on disjoint ranges.
 // A panic in fn is re-raised on the caller's goroutine once every range
-// has finished.
+// has finished. A call allocates nothing: its bookkeeping comes from a
+// free list (fn itself, if it is a closure, is the caller's allocation).
 func For(threads, n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	if grain < 1 {
-		grain = 1
-	}
+	grain = max(grain, 1)
 	chunks := (n + grain - 1) / grain
 	if threads <= 1 || chunks == 1 {
 		fn(0, n)
 		return
 	}
-	if threads > chunks {
-		threads = chunks
-	}
-	// Contiguous, near-equal blocks of whole chunks: block 0 for the
-	// caller, the others offered to workers.
-	g := &group{fn: fn, jobs: make([]job, 0, threads-1), done: make(chan struct{}, 1)}
-	for w := 1; w < threads; w++ {
-		c0, c1 := chunks*w/threads, chunks*(w+1)/threads
-		lo, hi := c0*grain, min(c1*grain, n)
-		if lo < hi {
-			g.jobs = append(g.jobs, job{g: g, lo: lo, hi: hi})
-		}
-	}
-	g.pending.Store(int32(len(g.jobs)))
-	for i := range g.jobs {
-		submit(&g.jobs[i])
-	}
-	g.run(0, min((chunks/threads)*grain, n))
-	// Jobs no worker has claimed yet run here, in order.
-	for i := range g.jobs {
-		if j := &g.jobs[i]; j.claim() {
-			g.exec(j)
-		}
-	}
-	g.wait()
-	if g.panicked != nil {
-		panic(g.panicked.v)
-	}
+	g := getGroup()
+	g.kind, g.fn = kindFor, fn
+	g.launch(threads, n, grain)
 }
 
 // Each calls fn(w, i) once for every item i in [0, n), on up to threads
@@ -84,18 +67,35 @@ func Each(threads, n int, fn func(w, i int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	For(threads, threads, 1, func(lo, hi int) {
-		for w := lo; w < hi; w++ {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					break
-				}
-				fn(w, i)
-			}
-		}
-	})
+	g := getGroup()
+	g.kind, g.each, g.n = kindEach, fn, n
+	g.next.Store(0)
+	g.launch(threads, threads, 1)
+}
+
+// Blocks calls fn(lo, hi) over [0, n) cut into blocks of grain iterations
+// (the last one shorter), which up to threads goroutines pull in ascending
+// order from a shared counter: a goroutine that starts late (waking an
+// idle CPU) or runs on a busy CPU takes fewer blocks. Blocks must be
+// independent (reductions write per-block partials), so results do not
+// depend on the thread count or on which goroutine runs which block.
+// With threads <= 1, or a single block, fn(0, n) runs on the caller's
+// goroutine. A panic in fn is re-raised on the caller's goroutine.
+func Blocks(threads, n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	blocks := (n + grain - 1) / grain
+	if threads <= 1 || blocks <= 1 {
+		fn(0, n)
+		return
+	}
+	workers := min(threads, blocks)
+	g := getGroup()
+	g.kind, g.fn, g.n, g.grain = kindBlocks, fn, n, grain
+	g.next.Store(0)
+	g.launch(workers, workers, 1)
 }
 
 // Chunks returns the number of fixed-size chunks of grain iterations that
@@ -115,23 +115,32 @@ func Chunks(n, grain int) int {
 // [0, n), spread over up to threads goroutines.
 func ForChunks(threads, n, grain int, fn func(c, lo, hi int)) {
 	nc := Chunks(n, grain)
-	if grain < 1 {
-		grain = 1
+	if nc == 0 {
+		return
 	}
-	For(threads, nc, 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
+	grain = max(grain, 1)
+	if threads <= 1 || nc == 1 {
+		for c := range nc {
 			fn(c, c*grain, min((c+1)*grain, n))
 		}
-	})
+		return
+	}
+	g := getGroup()
+	g.kind, g.chunk, g.n, g.grain = kindChunks, fn, n, grain
+	g.launch(threads, nc, 1)
 }
 
 // ---------------------------------------------------------------------
 // Groups and jobs.
 
-// job is one range of a For call, run by whoever claims it first: the
-// worker it was handed to or, if that worker has not started it by then,
-// the caller. A group is never reused, so a worker that comes late to a
-// job only finds it claimed.
+// job is one range of a call, run by whoever claims it first: the worker
+// it was handed to or, if that worker has not started it by then, the
+// caller. Groups (and so jobs) are reused from a free list, and a call
+// returns only once all its jobs are claimed and finished, so a worker
+// that comes late to a job finds it claimed or, if a later call of the
+// group has re-armed it, runs that call's range: either way a job runs
+// exactly once per call. Its fields are written before claimed is reset
+// and read only after claimed is won, which orders the two.
 type job struct {
 	g       *group
 	lo, hi  int
@@ -143,9 +152,22 @@ func (j *job) claim() bool { return !j.claimed.Load() && j.claimed.CompareAndSwa
 // panicValue wraps a recovered value.
 type panicValue struct{ v any }
 
-// group is the state of one For call.
+// What a group runs.
+const (
+	kindFor    = iota // fn on each range
+	kindEach          // each on items pulled from next, per goroutine id
+	kindBlocks        // fn on blocks of grain pulled from next
+	kindChunks        // chunk on each chunk of grain in the range
+)
+
+// group is the state of one call of For, Each, Blocks or ForChunks.
 type group struct {
-	fn       func(lo, hi int)
+	kind     int
+	fn       func(lo, hi int)    // For, Blocks
+	each     func(w, i int)      // Each
+	chunk    func(c, lo, hi int) // ForChunks
+	n, grain int                 // Each, Blocks, ForChunks
+	next     atomic.Int64        // Each, Blocks: the next item or block
 	jobs     []job
 	pending  atomic.Int32  // jobs not finished
 	done     chan struct{} // receives once when pending reaches 0
@@ -153,7 +175,90 @@ type group struct {
 	panicked *panicValue // the first panic
 }
 
-// run calls fn on [lo, hi), recording a panic instead of propagating it.
+// groups is the free list of groups: a call takes one and gives it back
+// when it returns (not when it panics or its caller's goroutine exits).
+var groups struct {
+	mu   sync.Mutex
+	free []*group
+}
+
+func getGroup() *group {
+	groups.mu.Lock()
+	if n := len(groups.free); n > 0 {
+		g := groups.free[n-1]
+		groups.free[n-1] = nil
+		groups.free = groups.free[:n-1]
+		groups.mu.Unlock()
+		return g
+	}
+	groups.mu.Unlock()
+	return &group{done: make(chan struct{}, 1)}
+}
+
+// putGroup returns a finished group to the free list, dropping its
+// function so that the closure (and what it holds) can be collected.
+func putGroup(g *group) {
+	g.fn, g.each, g.chunk = nil, nil, nil
+	groups.mu.Lock()
+	groups.free = append(groups.free, g)
+	groups.mu.Unlock()
+}
+
+// launch runs the group's work over the units [0, n) (indices, items'
+// goroutine ids or chunks) cut into chunks of grain, on up to threads
+// goroutines, threads > 1 and n > grain: contiguous, near-equal blocks of
+// whole chunks, block 0 for the caller, the others offered to workers.
+// It returns the group to the free list, then re-raises a panic of the
+// work.
+func (g *group) launch(threads, n, grain int) {
+	chunks := (n + grain - 1) / grain
+	threads = min(threads, chunks)
+	njobs := 0
+	for w := 1; w < threads; w++ {
+		if c0 := chunks * w / threads; c0*grain < n {
+			njobs++
+		}
+	}
+	if cap(g.jobs) < njobs {
+		g.jobs = make([]job, njobs)
+	}
+	g.jobs = g.jobs[:njobs]
+	// pending first: a late worker may claim a job as soon as it is
+	// re-armed, before submit.
+	g.pending.Store(int32(njobs))
+	k := 0
+	for w := 1; w < threads; w++ {
+		c0, c1 := chunks*w/threads, chunks*(w+1)/threads
+		lo, hi := c0*grain, min(c1*grain, n)
+		if lo >= n {
+			continue
+		}
+		j := &g.jobs[k]
+		k++
+		j.g, j.lo, j.hi = g, lo, hi
+		j.claimed.Store(false)
+	}
+	for i := range g.jobs {
+		submit(&g.jobs[i])
+	}
+	g.run(0, min((chunks/threads)*grain, n))
+	// Jobs no worker has claimed yet run here, in order.
+	for i := range g.jobs {
+		if j := &g.jobs[i]; j.claim() {
+			g.exec(j)
+		}
+	}
+	g.wait()
+	p := g.panicked
+	g.panicked = nil
+	putGroup(g)
+	if p != nil {
+		panic(p.v)
+	}
+}
+
+// run does the work of the units [lo, hi), recording a panic instead of
+// propagating it.
 func (g *group) run(lo, hi int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -164,16 +269,56 @@ func (g *group) run(lo, hi int) {
 			g.mu.Unlock()
 		}
 	}()
-	if lo < hi {
+	if lo >= hi {
+		return
+	}
+	switch g.kind {
+	case kindFor:
 		g.fn(lo, hi)
+	case kindEach:
+		for w := lo; w < hi; w++ {
+			for {
+				i := int(g.next.Add(1) - 1)
+				if i >= g.n {
+					break
+				}
+				g.each(w, i)
+			}
+		}
+	case kindBlocks:
+		for {
+			lo := int(g.next.Add(1)-1) * g.grain
+			if lo >= g.n {
+				return
+			}
+			g.fn(lo, min(lo+g.grain, g.n))
+		}
+	case kindChunks:
+		for c := lo; c < hi; c++ {
+			g.chunk(c, c*g.grain, min((c+1)*g.grain, g.n))
+		}
 	}
 }
 
-// exec runs a claimed job and marks it finished (also when fn exits its
-// goroutine with runtime.Goexit).
+// exec runs a claimed job and marks it finished (also when the work exits
+// its goroutine with runtime.Goexit).
 func (g *group) exec(j *job) {
 	defer g.finish()
 	g.run(j.lo, j.hi)
+}
+
+// execWorker runs a job claimed by a worker, marking it finished only if
+// the work exits the goroutine with runtime.Goexit: otherwise the worker
+// marks it finished itself, after going back to the idle list.
+func (g *group) execWorker(j *job) {
+	exited := true
+	defer func() {
+		if exited {
+			g.finish()
+		}
+	}()
+	g.run(j.lo, j.hi)
+	exited = false
 }
 
 func (g *group) finish() {
@@ -276,13 +421,21 @@ func (w *worker) loop() {
 	for {
 		j := w.job
 		w.job = nil
+		var g *group
 		if j.claim() {
-			j.g.exec(j)
+			g = j.g
+			g.execWorker(j)
 		}
+		// Back to the idle list before the job counts as finished, so
+		// that the caller's next call finds this worker there instead of
+		// starting a new one.
 		w.state.Store(stIdle)
 		pool.mu.Lock()
 		pool.idle = append(pool.idle, w)
 		pool.mu.Unlock()
+		if g != nil {
+			g.finish()
+		}
 		w.await()
 	}
 }

@@ -275,3 +275,79 @@ func TestGoexitInWorker(t *testing.T) {
 		t.Fatalf("covered %d of 30 after Goexit", n.Load())
 	}
 }
+
+// TestBlocks checks that Blocks visits every index once, in blocks of
+// grain aligned to multiples of grain (the last one shorter).
+func TestBlocks(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		for _, n := range []int{0, 1, 5, 17, 100} {
+			for _, grain := range []int{0, 1, 4, 64} {
+				hits := make([]int32, n)
+				g := max(grain, 1)
+				Blocks(threads, n, grain, func(lo, hi int) {
+					if (threads > 1 && lo%g != 0) || (hi != n && hi-lo != g && threads > 1) {
+						panic("block not aligned to grain")
+					}
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[i], 1)
+					}
+				})
+				for i, h := range hits {
+					if h != 1 {
+						t.Fatalf("threads %d n %d grain %d: index %d visited %d times", threads, n, grain, i, h)
+					}
+				}
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r != "block" {
+			t.Fatalf("recovered %v, want block", r)
+		}
+	}()
+	Blocks(3, 100, 7, func(lo, hi int) {
+		if lo == 49 {
+			panic("block")
+		}
+	})
+	t.Fatal("panic in Blocks was lost")
+}
+
+// TestReuseUnderContention runs many short calls of every kind from
+// several goroutines at once, so that groups are reused while workers
+// handed a job of an earlier call come late to it, and checks that every
+// call covers its range exactly once.
+func TestReuseUnderContention(t *testing.T) {
+	const callers, calls = 4, 300
+	var wg sync.WaitGroup
+	errs := make(chan string, callers)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range calls {
+				n := 1 + (k*7+c)%40
+				var sum atomic.Int64
+				switch k % 4 {
+				case 0:
+					For(3, n, 1, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+				case 1:
+					Each(3, n, func(w, i int) { sum.Add(1) })
+				case 2:
+					Blocks(3, n, 2, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+				case 3:
+					ForChunks(3, n, 3, func(_, lo, hi int) { sum.Add(int64(hi - lo)) })
+				}
+				if got := sum.Load(); got != int64(n) {
+					errs <- "call covered a wrong number of indices"
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
