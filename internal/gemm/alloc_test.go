@@ -72,13 +72,25 @@ func TestNoAllocSteadyState(t *testing.T) {
 	// it to 1, which makes the pool start and park extra workers), plus
 	// one for the runtime's own (a parking worker may need a new sudog
 	// after a collection).
+	// Worker start-up and parking allocate now and then depending on
+	// timing, so each figure is the least of several measurements.
 	fn := func(w, i int) {}
-	base := mallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
+	base := leastMallocsPerCall(10, 20, func() { parallel.Each(2, 8, fn) })
 	for _, tc := range cases(2) {
-		if got := mallocsPerCall(20, tc.f); got > base+1 {
+		if got := leastMallocsPerCall(10, 20, tc.f); got > base+1 {
 			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v (a bare parallel loop) + 1", tc.name, got, base)
 		}
 	}
+}
+
+// leastMallocsPerCall returns the least of tries measurements of
+// mallocsPerCall(runs, f).
+func leastMallocsPerCall(tries, runs int, f func()) float64 {
+	least := mallocsPerCall(runs, f)
+	for range tries - 1 {
+		least = min(least, mallocsPerCall(runs, f))
+	}
+	return least
 }
 
 // mallocsPerCall returns the heap allocations per call of f over runs
