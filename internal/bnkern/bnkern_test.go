@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // The assembly kernels must match the Go loops bit for bit (same
@@ -15,20 +17,10 @@ import (
 // elements or a read of the sentinels shows up.
 
 // modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool {
-	if Enabled {
-		return []bool{false, true}
-	}
-	return []bool{false}
-}
+func modes() []bool { return testutil.Modes(Enabled) }
 
 // withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) {
-	old := Enabled
-	Enabled = asm
-	defer func() { Enabled = old }()
-	fn()
-}
+func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
 
 const guard = 40 // sentinel elements on each side of an operand
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // The kernels are checked against float64 sums of their contracts (with
@@ -15,20 +17,10 @@ import (
 // (NaN), shows up.
 
 // modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool {
-	if Enabled {
-		return []bool{false, true}
-	}
-	return []bool{false}
-}
+func modes() []bool { return testutil.Modes(Enabled) }
 
 // withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) {
-	old := Enabled
-	Enabled = asm
-	defer func() { Enabled = old }()
-	fn()
-}
+func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
 
 const guard = 64 // sentinel elements on each side of an operand
 

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // The kernels are checked element by element against scalar references
@@ -17,20 +18,10 @@ import (
 // larger buffers whose guard elements must stay untouched.
 
 // modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool {
-	if Enabled {
-		return []bool{false, true}
-	}
-	return []bool{false}
-}
+func modes() []bool { return testutil.Modes(Enabled) }
 
 // withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) {
-	old := Enabled
-	Enabled = asm
-	defer func() { Enabled = old }()
-	fn()
-}
+func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
 
 // refQuant is the scalar forward rule: clamp with min(x, nmax) first, a
 // NaN x staying NaN, every operation rounded to T, +0 in a zero channel;

@@ -175,3 +175,18 @@ func TestPoolAlloc(t *testing.T) {
 		t.Errorf("released buffer not reused zeroed: same %v, %v", b == a, b.Float64s())
 	}
 }
+
+func TestModesAndWithFlag(t *testing.T) {
+	if got := Modes(false); len(got) != 1 || got[0] {
+		t.Errorf("Modes(false) = %v, want [false]", got)
+	}
+	if got := Modes(true); len(got) != 2 || got[0] || !got[1] {
+		t.Errorf("Modes(true) = %v, want [false true]", got)
+	}
+	flag := true
+	var seen bool
+	WithFlag(&flag, false, func() { seen = flag })
+	if seen || !flag {
+		t.Errorf("WithFlag: flag inside %v (want false), after %v (want true)", seen, flag)
+	}
+}
