@@ -193,14 +193,7 @@ func TestKernelsAllocateNothingConvNorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, threads := range []int{1, 2} {
-			alloc := &recycler{free: map[recKey][]*tensor.Dense{}, live: map[recKey][]*tensor.Dense{}}
-			kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
-			run := func() {
-				alloc.reset()
-				if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
-					t.Fatalf("%s: %v", c.name, err)
-				}
-			}
+			run := kernelRun(t, c.name, def, attrs, threads, c.in)
 			run()
 			if threads == 1 {
 				n := testing.AllocsPerRun(20, run)

@@ -12,73 +12,6 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// recycler is an Allocator that, like the tape's arena, recycles buffers
-// by dtype and shape: after reset every request is served again.
-type recycler struct {
-	free, live map[recKey][]*tensor.Dense
-}
-
-type recKey struct {
-	dt    tensor.Dtype
-	rank  int
-	shape [8]int
-}
-
-func keyOf(dt tensor.Dtype, shape []int) recKey {
-	k := recKey{dt: dt, rank: len(shape)}
-	copy(k.shape[:], shape)
-	return k
-}
-
-func (r *recycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	k := keyOf(dt, shape)
-	var d *tensor.Dense
-	if l := r.free[k]; len(l) > 0 {
-		d = l[len(l)-1]
-		r.free[k] = l[:len(l)-1]
-		if zeroed {
-			switch dt {
-			case tensor.Float32:
-				clear(d.Float32s())
-			case tensor.Float64:
-				clear(d.Float64s())
-			case tensor.Int32:
-				clear(d.Int32s())
-			case tensor.Int64:
-				clear(d.Int64s())
-			}
-		}
-	} else {
-		var err error
-		if d, err = tensorx.Zeros(dt, shape); err != nil {
-			return nil, err
-		}
-	}
-	r.live[k] = append(r.live[k], d)
-	return d, nil
-}
-
-func (r *recycler) Release(d *tensor.Dense) {
-	k := keyOf(d.Dtype(), d.Shape())
-	l := r.live[k]
-	for i, x := range l {
-		if x == d {
-			l[i] = l[len(l)-1]
-			r.live[k] = l[:len(l)-1]
-			r.free[k] = append(r.free[k], d)
-			return
-		}
-	}
-}
-
-// reset makes every buffer free again.
-func (r *recycler) reset() {
-	for k, l := range r.live {
-		r.free[k] = append(r.free[k], l...)
-		r.live[k] = l[:0]
-	}
-}
-
 // TestKernelsAllocateNothing checks that the kernels of the ops a training
 // step runs most (elementwise, broadcasting, reductions, shapes, MatMul,
 // BiasAdd, cross entropy, pooling) allocate nothing of their own when their
@@ -154,14 +87,7 @@ func TestKernelsAllocateNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alloc := &recycler{free: map[recKey][]*tensor.Dense{}, live: map[recKey][]*tensor.Dense{}}
-		kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
-		run := func() {
-			alloc.reset()
-			if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
-				t.Fatalf("%s: %v", c.op, err)
-			}
-		}
+		run := kernelRun(t, c.op, def, attrs, 1, c.in)
 		run()
 		if n := testing.AllocsPerRun(20, run); n != 0 {
 			t.Errorf("%s %v: %v allocations per run", c.op, c.in[0].Shape(), n)

@@ -85,14 +85,7 @@ func TestConv2DAllocations(t *testing.T) {
 		}
 	}
 	runner := func(c call, threads int) func() {
-		alloc := &recycler{free: map[recKey][]*tensor.Dense{}, live: map[recKey][]*tensor.Dense{}}
-		kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
-		return func() {
-			alloc.reset()
-			if _, err := registry.RunNormalized(c.def, kc, c.attrs, c.in); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-		}
+		return kernelRun(t, c.name, c.def, c.attrs, threads, c.in)
 	}
 	// One thread first, before this test starts any parallel loop.
 	for _, c := range calls {

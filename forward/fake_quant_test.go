@@ -852,11 +852,11 @@ func fqW8(b *testing.B) []*tensor.Dense {
 }
 
 // fqBenchRun runs the ops of steps (op name, attrs, inputs) once per
-// iteration on one thread. Buffers are recycled (fqRecycler), so every
+// iteration on one thread. Buffers are recycled (recycler), so every
 // iteration reuses the same ones, like the tape's arena in steady state,
 // and the allocations reported are the kernels' own.
 func fqBenchRun(b *testing.B, steps ...fqBenchStep) {
-	alloc := &fqRecycler{}
+	alloc := &recycler{}
 	kc := &registry.KernelCtx{Alloc: alloc, Threads: 1}
 	defs := make([]*registry.OpDef, len(steps))
 	attrs := make([]any, len(steps))
@@ -1307,56 +1307,6 @@ func TestFakeQuantPerTensorLoops(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Allocations.
 
-// fqRecycler is an Allocator that recycles every buffer it handed out
-// once reset: the tape's arena in steady state, without allocating
-// itself (a linear search over its buffers).
-type fqRecycler struct{ bufs []fqRecycled }
-
-// fqRecycled is one buffer of an fqRecycler.
-type fqRecycled struct {
-	d    *tensor.Dense
-	used bool
-}
-
-func (r *fqRecycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	for i := range r.bufs {
-		b := &r.bufs[i]
-		if !b.used && b.d.Dtype() == dt && tensorx.SameShape(b.d.Shape(), shape) {
-			b.used = true
-			if zeroed {
-				switch dt {
-				case tensor.Float32:
-					clear(b.d.Float32s())
-				case tensor.Float64:
-					clear(b.d.Float64s())
-				}
-			}
-			return b.d, nil
-		}
-	}
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil {
-		return nil, err
-	}
-	r.bufs = append(r.bufs, fqRecycled{d: d, used: true})
-	return d, nil
-}
-
-func (r *fqRecycler) Release(d *tensor.Dense) {
-	for i := range r.bufs {
-		if r.bufs[i].d == d {
-			r.bufs[i].used = false
-		}
-	}
-}
-
-// reset makes every buffer free again.
-func (r *fqRecycler) reset() {
-	for i := range r.bufs {
-		r.bufs[i].used = false
-	}
-}
-
 // fqParAllocBound is what a call may allocate when its loops run on two
 // threads: the closure handed to internal/parallel, the table header it
 // copies, and the gradient's per-worker sums.
@@ -1438,14 +1388,7 @@ func TestFakeQuantAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, threads := range []int{1, 2} {
-			alloc := &fqRecycler{}
-			kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
-			run := func() {
-				alloc.reset()
-				if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
-					t.Fatalf("%s %s: %v", c.op, c.name, err)
-				}
-			}
+			run := kernelRun(t, c.op+" "+c.name, def, attrs, threads, c.in)
 			run()
 			n := testing.AllocsPerRun(20, run)
 			t.Logf("%s %s, %d threads: %v allocations per run", c.op, c.name, threads, n)
