@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -65,20 +66,8 @@ func allocCases(t *testing.T) []allocCase {
 		}
 		return d
 	}
-	i32 := func(v ...int32) *tensor.Dense {
-		d, err := tensorx.New([]int{len(v)}, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	i64 := func(v ...int64) *tensor.Dense {
-		d, err := tensorx.New([]int{len(v)}, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	i32 := func(v ...int) *tensor.Dense { return testutil.Ints(t, v...) }
+	i64 := func(v ...int64) *tensor.Dense { return testutil.Int64s(t, v...) }
 	no := false
 	nchw := "NCHW"
 	bn := func(format string, training bool) FusedBatchNormAttrs {
@@ -184,16 +173,8 @@ const parAllocBound = 2
 // -race builds, whose instrumentation allocates.)
 func TestKernelsAllocateNothingConvNorm(t *testing.T) {
 	for _, c := range allocCases(t) {
-		def, err := registry.Lookup(c.op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := def.NormalizeAttrs(c.attrs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, threads := range []int{1, 2} {
-			run := kernelRun(t, c.name, def, attrs, threads, c.in)
+			run := kernelRun(t, c.name, c.op, c.attrs, threads, c.in)
 			run()
 			if threads == 1 {
 				n := testing.AllocsPerRun(20, run)

@@ -9,7 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // TestKernelsAllocateNothing checks that the kernels of the ops a training
@@ -31,20 +31,8 @@ func TestKernelsAllocateNothing(t *testing.T) {
 		}
 		return d
 	}
-	i32 := func(v ...int32) *tensor.Dense {
-		d, err := tensorx.New([]int{len(v)}, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	i64 := func(v ...int64) *tensor.Dense {
-		d, err := tensorx.New([]int{len(v)}, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	i32 := func(v ...int) *tensor.Dense { return testutil.Ints(t, v...) }
+	i64 := func(v ...int64) *tensor.Dense { return testutil.Int64s(t, v...) }
 	labels, _ := tensorx.New([]int{4}, []int32{0, 2, 1, 2})
 	cases := []struct {
 		op    string
@@ -79,15 +67,7 @@ func TestKernelsAllocateNothing(t *testing.T) {
 		{"FractionalAvgPoolGrad", nil, []*tensor.Dense{i64(2, 6, 6, 3), f32(2, 4, 4, 3), i64(0, 1, 3, 4, 6), i64(0, 2, 3, 5, 6)}},
 	}
 	for _, c := range cases {
-		def, err := registry.Lookup(c.op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := def.NormalizeAttrs(c.attrs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := kernelRun(t, c.op, def, attrs, 1, c.in)
+		run := kernelRun(t, c.op, c.op, c.attrs, 1, c.in)
 		run()
 		if n := testing.AllocsPerRun(20, run); n != 0 {
 			t.Errorf("%s %v: %v allocations per run", c.op, c.in[0].Shape(), n)

@@ -1379,16 +1379,8 @@ func TestFakeQuantAllocations(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		def, err := registry.Lookup(c.op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := def.NormalizeAttrs(c.attrs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, threads := range []int{1, 2} {
-			run := kernelRun(t, c.op+" "+c.name, def, attrs, threads, c.in)
+			run := kernelRun(t, c.op+" "+c.name, c.op, c.attrs, threads, c.in)
 			run()
 			n := testing.AllocsPerRun(20, run)
 			t.Logf("%s %s, %d threads: %v allocations per run", c.op, c.name, threads, n)

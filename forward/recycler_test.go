@@ -64,10 +64,18 @@ func (r *recycler) reset() {
 	}
 }
 
-// kernelRun returns a function that runs def's kernel (attrs already
-// normalized) on in with threads, its outputs from a recycler reset on
-// every call: what the tape does in a steady-state training step.
-func kernelRun(t testing.TB, name string, def *registry.OpDef, attrs any, threads int, in []*tensor.Dense) func() {
+// kernelRun returns a function that runs op's kernel with attrs on in
+// with threads, its outputs from a recycler reset on every call: what the
+// tape does in a steady-state training step. name labels failures.
+func kernelRun(t testing.TB, name, op string, attrs any, threads int, in []*tensor.Dense) func() {
+	t.Helper()
+	def, err := registry.Lookup(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrs, err = def.NormalizeAttrs(attrs); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
 	alloc := &recycler{}
 	kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
 	return func() {
