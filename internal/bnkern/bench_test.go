@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // Kernel throughput on cache-resident rows (W7's 64 channels, 64 KiB per
@@ -13,13 +15,7 @@ import (
 func BenchmarkKernels(b *testing.B) {
 	const c, rows = 64, 256
 	r := rand.New(rand.NewSource(1))
-	rnd := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	rnd := func(n int) []float32 { return testutil.Convert[float32](testutil.Normal(r, n)) }
 	x, dy, y, k := rnd(rows*c), rnd(rows*c), rnd(rows*c), rnd(c)
 	p1, p2 := make([]float64, c), make([]float64, c)
 	n := int64(4 * rows * c)

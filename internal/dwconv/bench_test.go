@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // Kernel throughput on one cache-resident row (W5's and W6's row shapes):
@@ -11,13 +13,7 @@ import (
 
 func benchRows(c, npix, s int) (o []float32, x *[3][]float32, t []float32) {
 	r := rand.New(rand.NewSource(1))
-	rnd := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	rnd := func(n int) []float32 { return testutil.Convert[float32](testutil.Normal(r, n)) }
 	w := ((npix-1)*s + 3) * c
 	return rnd(npix * 2 * c), &[3][]float32{rnd(w), rnd(w), rnd(w)}, rnd(9 * c)
 }
