@@ -157,14 +157,14 @@ func AddV2(e registry.Emitter, x registry.Value, y registry.Value) registry.Valu
 
 // BiasAdd applies BiasAdd on e: value + bias, the rank-1 bias added along the channel dimension of value (last for NHWC, dimension 1 for NCHW).
 // Inputs: value, bias. Output: output.
-func BiasAdd(e registry.Emitter, a registry.Attrs[BiasAddAttrs], value registry.Value, bias registry.Value) registry.Value {
-	return registry.Apply1(e, OpBiasAdd, a.Boxed(), value, bias)
+func BiasAdd(e registry.Emitter, attrs registry.Attrs[BiasAddAttrs], value registry.Value, bias registry.Value) registry.Value {
+	return registry.Apply1(e, OpBiasAdd, attrs.Boxed(), value, bias)
 }
 
 // BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
 // Inputs: out_backprop. Output: output.
-func BiasAddGrad(e registry.Emitter, a registry.Attrs[BiasAddAttrs], outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpBiasAddGrad, a.Boxed(), outBackprop)
+func BiasAddGrad(e registry.Emitter, attrs registry.Attrs[BiasAddAttrs], outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpBiasAddGrad, attrs.Boxed(), outBackprop)
 }
 
 // BroadcastTo applies BroadcastTo on e: output = input broadcast to shape (a 1-D int32 or int64 tensor), NumPy rules.
@@ -175,44 +175,44 @@ func BroadcastTo(e registry.Emitter, input registry.Value, shape registry.Value)
 
 // Cast applies Cast on e: y = x converted to DstT (float→int truncates toward zero, x != 0 → true, bool → 1/0).
 // Inputs: x. Output: y.
-func Cast(e registry.Emitter, a registry.Attrs[CastAttrs], x registry.Value) registry.Value {
-	return registry.Apply1(e, OpCast, a.Boxed(), x)
+func Cast(e registry.Emitter, attrs registry.Attrs[CastAttrs], x registry.Value) registry.Value {
+	return registry.Apply1(e, OpCast, attrs.Boxed(), x)
 }
 
 // Conv2D applies Conv2D on e: 2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,Cf,O]; grouped when C is a multiple of Cf.
 // Inputs: input, filter. Output: output.
-func Conv2D(e registry.Emitter, a registry.Attrs[Conv2DAttrs], input registry.Value, filter registry.Value) registry.Value {
-	return registry.Apply1(e, OpConv2D, a.Boxed(), input, filter)
+func Conv2D(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registry.Value, filter registry.Value) registry.Value {
+	return registry.Apply1(e, OpConv2D, attrs.Boxed(), input, filter)
 }
 
 // Conv2DBackpropFilter applies Conv2DBackpropFilter on e: gradient of Conv2D with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
 // Inputs: input, filter_sizes, out_backprop. Output: output.
-func Conv2DBackpropFilter(e registry.Emitter, a registry.Attrs[Conv2DAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpConv2DBackpropFilter, a.Boxed(), input, filterSizes, outBackprop)
+func Conv2DBackpropFilter(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpConv2DBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
 }
 
 // Conv2DBackpropInput applies Conv2DBackpropInput on e: gradient of Conv2D with respect to its input: input_sizes (int32/int64, 4 values or [H, W]), filter, out_backprop.
 // Inputs: input_sizes, filter, out_backprop. Output: output.
-func Conv2DBackpropInput(e registry.Emitter, a registry.Attrs[Conv2DAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpConv2DBackpropInput, a.Boxed(), inputSizes, filter, outBackprop)
+func Conv2DBackpropInput(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpConv2DBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
 }
 
 // DepthwiseConv2dNative applies DepthwiseConv2dNative on e: depthwise 2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,C,M]; output channel c*M+m is channel c filtered by filter[:,:,c,m].
 // Inputs: input, filter. Output: output.
-func DepthwiseConv2dNative(e registry.Emitter, a registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filter registry.Value) registry.Value {
-	return registry.Apply1(e, OpDepthwiseConv2dNative, a.Boxed(), input, filter)
+func DepthwiseConv2dNative(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filter registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNative, attrs.Boxed(), input, filter)
 }
 
 // DepthwiseConv2dNativeBackpropFilter applies DepthwiseConv2dNativeBackpropFilter on e: gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
 // Inputs: input, filter_sizes, out_backprop. Output: output.
-func DepthwiseConv2dNativeBackpropFilter(e registry.Emitter, a registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropFilter, a.Boxed(), input, filterSizes, outBackprop)
+func DepthwiseConv2dNativeBackpropFilter(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
 }
 
 // DepthwiseConv2dNativeBackpropInput applies DepthwiseConv2dNativeBackpropInput on e: gradient of DepthwiseConv2dNative with respect to its input: input_sizes (int32/int64, 4 values), filter, out_backprop.
 // Inputs: input_sizes, filter, out_backprop. Output: output.
-func DepthwiseConv2dNativeBackpropInput(e registry.Emitter, a registry.Attrs[DepthwiseConv2dAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropInput, a.Boxed(), inputSizes, filter, outBackprop)
+func DepthwiseConv2dNativeBackpropInput(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
 }
 
 // Exp applies Exp on e: y = exp(x).
@@ -223,38 +223,38 @@ func Exp(e registry.Emitter, x registry.Value) registry.Value {
 
 // FakeQuantWithMinMaxArgs applies FakeQuantWithMinMaxArgs on e: outputs = inputs snapped to the num_bits grid of the attr range [min, max] (nudged so that 0 is on the grid), clamped; float32 (TensorFlow) and float64.
 // Inputs: inputs. Output: outputs.
-func FakeQuantWithMinMaxArgs(e registry.Emitter, a registry.Attrs[FakeQuantArgsAttrs], inputs registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxArgs, a.Boxed(), inputs)
+func FakeQuantWithMinMaxArgs(e registry.Emitter, attrs registry.Attrs[FakeQuantArgsAttrs], inputs registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxArgs, attrs.Boxed(), inputs)
 }
 
 // FakeQuantWithMinMaxArgsGradient applies FakeQuantWithMinMaxArgsGradient on e: backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs).
 // Inputs: gradients, inputs. Output: backprops.
-func FakeQuantWithMinMaxArgsGradient(e registry.Emitter, a registry.Attrs[FakeQuantArgsAttrs], gradients registry.Value, inputs registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxArgsGradient, a.Boxed(), gradients, inputs)
+func FakeQuantWithMinMaxArgsGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantArgsAttrs], gradients registry.Value, inputs registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxArgsGradient, attrs.Boxed(), gradients, inputs)
 }
 
 // FakeQuantWithMinMaxVars applies FakeQuantWithMinMaxVars on e: outputs = inputs snapped to the num_bits grid of the scalar range [min, max] (nudged so that 0 is on the grid), clamped; 0 if min == max == 0.
 // Inputs: inputs, min, max. Output: outputs.
-func FakeQuantWithMinMaxVars(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVars, a.Boxed(), inputs, min, max)
+func FakeQuantWithMinMaxVars(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVars, attrs.Boxed(), inputs, min, max)
 }
 
 // FakeQuantWithMinMaxVarsGradient applies FakeQuantWithMinMaxVarsGradient on e: straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, backprop_wrt_min/max = sums of gradients below/above it (scalars).
 // Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-func FakeQuantWithMinMaxVarsGradient(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
-	return registry.Apply(e, OpFakeQuantWithMinMaxVarsGradient, a.Boxed(), gradients, inputs, min, max)
+func FakeQuantWithMinMaxVarsGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsGradient, attrs.Boxed(), gradients, inputs, min, max)
 }
 
 // FakeQuantWithMinMaxVarsPerChannel applies FakeQuantWithMinMaxVarsPerChannel on e: outputs = inputs snapped, per channel c of the last axis, to the num_bits grid of [min[c], max[c]] (nudged so that 0 is on the grid), clamped; 0 in channels with min == max == 0.
 // Inputs: inputs, min, max. Output: outputs.
-func FakeQuantWithMinMaxVarsPerChannel(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannel, a.Boxed(), inputs, min, max)
+func FakeQuantWithMinMaxVarsPerChannel(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannel, attrs.Boxed(), inputs, min, max)
 }
 
 // FakeQuantWithMinMaxVarsPerChannelGradient applies FakeQuantWithMinMaxVarsPerChannelGradient on e: straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4.
 // Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-func FakeQuantWithMinMaxVarsPerChannelGradient(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
-	return registry.Apply(e, OpFakeQuantWithMinMaxVarsPerChannelGradient, a.Boxed(), gradients, inputs, min, max)
+func FakeQuantWithMinMaxVarsPerChannelGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsPerChannelGradient, attrs.Boxed(), gradients, inputs, min, max)
 }
 
 // Fill applies Fill on e: a tensor of shape dims (an int32/int64 vector) with every element equal to the scalar value.
@@ -265,50 +265,50 @@ func Fill(e registry.Emitter, dims registry.Value, value registry.Value) registr
 
 // FractionalAvgPool applies FractionalAvgPool on e: average pooling over a random grid of cells (NHWC); also returns the int64 row and column pooling sequences (cell boundaries), drawn with TensorFlow's Philox sequence for the same seeds.
 // Inputs: value. Outputs, in order: output, row_pooling_sequence, col_pooling_sequence.
-func FractionalAvgPool(e registry.Emitter, a registry.Attrs[FractionalPoolAttrs], value registry.Value) []registry.Value {
-	return registry.Apply(e, OpFractionalAvgPool, a.Boxed(), value)
+func FractionalAvgPool(e registry.Emitter, attrs registry.Attrs[FractionalPoolAttrs], value registry.Value) []registry.Value {
+	return registry.Apply(e, OpFractionalAvgPool, attrs.Boxed(), value)
 }
 
 // FractionalAvgPoolGrad applies FractionalAvgPoolGrad on e: gradient of FractionalAvgPool: each out_backprop value spread uniformly over its cell of an input of shape orig_input_tensor_shape (int64 [4]); accumulated in float64.
 // Inputs: orig_input_tensor_shape, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalAvgPoolGrad(e registry.Emitter, a registry.Attrs[FractionalPoolGradAttrs], origInputTensorShape registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalAvgPoolGrad, a.Boxed(), origInputTensorShape, outBackprop, rowPoolingSequence, colPoolingSequence)
+func FractionalAvgPoolGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInputTensorShape registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
+	return registry.Apply1(e, OpFractionalAvgPoolGrad, attrs.Boxed(), origInputTensorShape, outBackprop, rowPoolingSequence, colPoolingSequence)
 }
 
 // FractionalMaxPool applies FractionalMaxPool on e: max pooling over a random grid of cells (NHWC); also returns the int64 row and column pooling sequences, drawn with TensorFlow's Philox sequence for the same seeds.
 // Inputs: value. Outputs, in order: output, row_pooling_sequence, col_pooling_sequence.
-func FractionalMaxPool(e registry.Emitter, a registry.Attrs[FractionalPoolAttrs], value registry.Value) []registry.Value {
-	return registry.Apply(e, OpFractionalMaxPool, a.Boxed(), value)
+func FractionalMaxPool(e registry.Emitter, attrs registry.Attrs[FractionalPoolAttrs], value registry.Value) []registry.Value {
+	return registry.Apply(e, OpFractionalMaxPool, attrs.Boxed(), value)
 }
 
 // FractionalMaxPoolGrad applies FractionalMaxPoolGrad on e: gradient of FractionalMaxPool: each out_backprop value added to the input position of its cell's first maximum (row-major scan); orig_output must be the max pooling of orig_input.
 // Inputs: orig_input, orig_output, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalMaxPoolGrad(e registry.Emitter, a registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalMaxPoolGrad, a.Boxed(), origInput, origOutput, outBackprop, rowPoolingSequence, colPoolingSequence)
+func FractionalMaxPoolGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
+	return registry.Apply1(e, OpFractionalMaxPoolGrad, attrs.Boxed(), origInput, origOutput, outBackprop, rowPoolingSequence, colPoolingSequence)
 }
 
 // FusedBatchNorm applies FusedBatchNorm on e: batch normalisation of a 4-D x (NHWC/NCHW) per channel: training normalises with the batch statistics and returns them (running averages with exponential_avg_factor), inference uses mean/variance.
 // Inputs: x, scale, offset, mean, variance. Outputs, in order: y, batch_mean, batch_variance, reserve_space_1, reserve_space_2.
-func FusedBatchNorm(e registry.Emitter, a registry.Attrs[FusedBatchNormAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNorm, a.Boxed(), x, scale, offset, mean, variance)
+func FusedBatchNorm(e registry.Emitter, attrs registry.Attrs[FusedBatchNormAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNorm, attrs.Boxed(), x, scale, offset, mean, variance)
 }
 
 // FusedBatchNormGrad applies FusedBatchNormGrad on e: gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale and the forward's reserve spaces (training) or the population mean/variance (inference).
 // Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_3, reserve_space_4.
-func FusedBatchNormGrad(e registry.Emitter, a registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNormGrad, a.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2)
+func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGrad, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2)
 }
 
 // FusedBatchNormGradV3 applies FusedBatchNormGradV3 on e: gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by TensorFlow's CPU kernel.
 // Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
-func FusedBatchNormGradV3(e registry.Emitter, a registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNormGradV3, a.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
 }
 
 // FusedBatchNormV3 applies FusedBatchNormV3 on e: FusedBatchNorm for 4-D or 5-D x (NHWC, NCHW, NDHWC, NCDHW), with a sixth output reserve_space_3 (a scalar 0 on CPU).
 // Inputs: x, scale, offset, mean, variance. Outputs, in order: y, batch_mean, batch_variance, reserve_space_1, reserve_space_2, reserve_space_3.
-func FusedBatchNormV3(e registry.Emitter, a registry.Attrs[FusedBatchNormAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNormV3, a.Boxed(), x, scale, offset, mean, variance)
+func FusedBatchNormV3(e registry.Emitter, attrs registry.Attrs[FusedBatchNormAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormV3, attrs.Boxed(), x, scale, offset, mean, variance)
 }
 
 // Identity applies Identity on e: y = x (a copy).
@@ -343,14 +343,14 @@ func LogSoftmax(e registry.Emitter, logits registry.Value) registry.Value {
 
 // MatMul applies MatMul on e: matrix product op(a)·op(b) of rank-2 a and b, op transposing when transpose_a/transpose_b is set.
 // Inputs: a, b. Output: product.
-func MatMul(e registry.Emitter, a registry.Attrs[MatMulAttrs], a_ registry.Value, b registry.Value) registry.Value {
-	return registry.Apply1(e, OpMatMul, a.Boxed(), a_, b)
+func MatMul(e registry.Emitter, attrs registry.Attrs[MatMulAttrs], a registry.Value, b registry.Value) registry.Value {
+	return registry.Apply1(e, OpMatMul, attrs.Boxed(), a, b)
 }
 
 // Mean applies Mean on e: mean of input over the axes in reduction_indices (int32/int64 scalar or vector); the mean over an empty dimension is NaN.
 // Inputs: input, reduction_indices. Output: output.
-func Mean(e registry.Emitter, a registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
-	return registry.Apply1(e, OpMean, a.Boxed(), input, reductionIndices)
+func Mean(e registry.Emitter, attrs registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
+	return registry.Apply1(e, OpMean, attrs.Boxed(), input, reductionIndices)
 }
 
 // Mul applies Mul on e: z = x * y, broadcasting.
@@ -481,8 +481,8 @@ func Sub(e registry.Emitter, x registry.Value, y registry.Value) registry.Value 
 
 // Sum applies Sum on e: sum of input over the axes in reduction_indices (int32/int64 scalar or vector, negative axes count from the end); an empty list of axes copies the input.
 // Inputs: input, reduction_indices. Output: output.
-func Sum(e registry.Emitter, a registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
-	return registry.Apply1(e, OpSum, a.Boxed(), input, reductionIndices)
+func Sum(e registry.Emitter, attrs registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
+	return registry.Apply1(e, OpSum, attrs.Boxed(), input, reductionIndices)
 }
 
 // Tanh applies Tanh on e: y = tanh(x).
@@ -511,26 +511,26 @@ func ZerosLike(e registry.Emitter, x registry.Value) registry.Value {
 
 // FakeQuantWithMinMaxVarsGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient).
 // Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
-func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsGradientAdjoint, a.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
+func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
 }
 
 // FakeQuantWithMinMaxVarsPerChannelGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient).
 // Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
-func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, a registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, a.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
+func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
 }
 
 // FractionalAvgPoolWithSequences applies tapegrad.FractionalAvgPoolWithSequences on e: average pooling (NHWC) over the cells of given int64 row and column pooling sequences; the adjoint of FractionalAvgPoolGrad (tapegrad op, beyond TensorFlow).
 // Inputs: value, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalAvgPoolWithSequences(e registry.Emitter, a registry.Attrs[FractionalPoolSeqAttrs], value registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalAvgPoolWithSequences, a.Boxed(), value, rowPoolingSequence, colPoolingSequence)
+func FractionalAvgPoolWithSequences(e registry.Emitter, attrs registry.Attrs[FractionalPoolSeqAttrs], value registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
+	return registry.Apply1(e, OpFractionalAvgPoolWithSequences, attrs.Boxed(), value, rowPoolingSequence, colPoolingSequence)
 }
 
 // FractionalMaxPoolGradGrad applies tapegrad.FractionalMaxPoolGradGrad on e: grad (shaped like orig_input) gathered at each cell's first maximum, shaped like orig_output: the gradient of FractionalMaxPoolGrad with respect to out_backprop (tapegrad op, beyond TensorFlow).
 // Inputs: orig_input, orig_output, grad, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalMaxPoolGradGrad(e registry.Emitter, a registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalMaxPoolGradGrad, a.Boxed(), origInput, origOutput, grad, rowPoolingSequence, colPoolingSequence)
+func FractionalMaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
+	return registry.Apply1(e, OpFractionalMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad, rowPoolingSequence, colPoolingSequence)
 }
 
 // ReducedShape applies tapegrad.ReducedShape on e: the shape input_shape would have after reducing over axes with keep_dims: input_shape with every reduced dimension set to 1 (TensorFlow's Python math_ops.reduced_shape; tapegrad's own op, used by the gradients of Sum and Mean).

@@ -107,7 +107,7 @@ func funcName(op string) string {
 }
 
 var reserved = map[string]bool{
-	"e": true, "a": true, "registry": true, "type": true, "func": true, "range": true,
+	"e": true, "attrs": true, "registry": true, "type": true, "func": true, "range": true,
 	"map": true, "var": true, "go": true, "default": true, "select": true, "case": true,
 }
 
@@ -156,8 +156,8 @@ func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imp
 			name = path.Base(t.PkgPath()) + "." + name
 		}
 		// The attrs come first after the emitter: a variadic input must be last.
-		params = append([]string{"a registry.Attrs[" + name + "]"}, params...)
-		attrs = "a.Boxed()"
+		params = append([]string{"attrs registry.Attrs[" + name + "]"}, params...)
+		attrs = "attrs.Boxed()"
 	}
 	params = append([]string{"e registry.Emitter"}, params...)
 
