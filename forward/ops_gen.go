@@ -51,12 +51,8 @@ const (
 	OpFill = "Fill"
 	// OpFractionalAvgPool is the name of the FractionalAvgPool op.
 	OpFractionalAvgPool = "FractionalAvgPool"
-	// OpFractionalAvgPoolGrad is the name of the FractionalAvgPoolGrad op.
-	OpFractionalAvgPoolGrad = "FractionalAvgPoolGrad"
 	// OpFractionalMaxPool is the name of the FractionalMaxPool op.
 	OpFractionalMaxPool = "FractionalMaxPool"
-	// OpFractionalMaxPoolGrad is the name of the FractionalMaxPoolGrad op.
-	OpFractionalMaxPoolGrad = "FractionalMaxPoolGrad"
 	// OpFusedBatchNorm is the name of the FusedBatchNorm op.
 	OpFusedBatchNorm = "FusedBatchNorm"
 	// OpFusedBatchNormGrad is the name of the FusedBatchNormGrad op.
@@ -135,10 +131,6 @@ const (
 	OpFakeQuantWithMinMaxVarsGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
 	// OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint op.
 	OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
-	// OpFractionalAvgPoolWithSequences is the name of the tapegrad.FractionalAvgPoolWithSequences op.
-	OpFractionalAvgPoolWithSequences = "tapegrad.FractionalAvgPoolWithSequences"
-	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
-	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
 	// OpReducedShape is the name of the tapegrad.ReducedShape op.
 	OpReducedShape = "tapegrad.ReducedShape"
 )
@@ -269,22 +261,10 @@ func FractionalAvgPool(e registry.Emitter, attrs registry.Attrs[FractionalPoolAt
 	return registry.Apply(e, OpFractionalAvgPool, attrs.Boxed(), value)
 }
 
-// FractionalAvgPoolGrad applies FractionalAvgPoolGrad on e: gradient of FractionalAvgPool: each out_backprop value spread uniformly over its cell of an input of shape orig_input_tensor_shape (int64 [4]); accumulated in float64.
-// Inputs: orig_input_tensor_shape, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalAvgPoolGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInputTensorShape registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalAvgPoolGrad, attrs.Boxed(), origInputTensorShape, outBackprop, rowPoolingSequence, colPoolingSequence)
-}
-
 // FractionalMaxPool applies FractionalMaxPool on e: max pooling over a random grid of cells (NHWC); also returns the int64 row and column pooling sequences, drawn with TensorFlow's Philox sequence for the same seeds.
 // Inputs: value. Outputs, in order: output, row_pooling_sequence, col_pooling_sequence.
 func FractionalMaxPool(e registry.Emitter, attrs registry.Attrs[FractionalPoolAttrs], value registry.Value) []registry.Value {
 	return registry.Apply(e, OpFractionalMaxPool, attrs.Boxed(), value)
-}
-
-// FractionalMaxPoolGrad applies FractionalMaxPoolGrad on e: gradient of FractionalMaxPool: each out_backprop value added to the input position of its cell's first maximum (row-major scan); orig_output must be the max pooling of orig_input.
-// Inputs: orig_input, orig_output, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalMaxPoolGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalMaxPoolGrad, attrs.Boxed(), origInput, origOutput, outBackprop, rowPoolingSequence, colPoolingSequence)
 }
 
 // FusedBatchNorm applies FusedBatchNorm on e: batch normalisation of a 4-D x (NHWC/NCHW) per channel: training normalises with the batch statistics and returns them (running averages with exponential_avg_factor), inference uses mean/variance.
@@ -519,18 +499,6 @@ func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, attrs registry.A
 // Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
 func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
 	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
-}
-
-// FractionalAvgPoolWithSequences applies tapegrad.FractionalAvgPoolWithSequences on e: average pooling (NHWC) over the cells of given int64 row and column pooling sequences; the adjoint of FractionalAvgPoolGrad (tapegrad op, beyond TensorFlow).
-// Inputs: value, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalAvgPoolWithSequences(e registry.Emitter, attrs registry.Attrs[FractionalPoolSeqAttrs], value registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalAvgPoolWithSequences, attrs.Boxed(), value, rowPoolingSequence, colPoolingSequence)
-}
-
-// FractionalMaxPoolGradGrad applies tapegrad.FractionalMaxPoolGradGrad on e: grad (shaped like orig_input) gathered at each cell's first maximum, shaped like orig_output: the gradient of FractionalMaxPoolGrad with respect to out_backprop (tapegrad op, beyond TensorFlow).
-// Inputs: orig_input, orig_output, grad, row_pooling_sequence, col_pooling_sequence. Output: output.
-func FractionalMaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
-	return registry.Apply1(e, OpFractionalMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad, rowPoolingSequence, colPoolingSequence)
 }
 
 // ReducedShape applies tapegrad.ReducedShape on e: the shape input_shape would have after reducing over axes with keep_dims: input_shape with every reduced dimension set to 1 (TensorFlow's Python math_ops.reduced_shape; tapegrad's own op, used by the gradients of Sum and Mean).
