@@ -490,11 +490,15 @@ func bnBenchW7(b *testing.B) {
 		b.Fatal(err)
 	}
 	const passes = 5.0
+	var fw [6]*tensor.Dense
 	step := func() {
-		out, err := registry.RunNormalized(fdef, kc, fa, []*tensor.Dense{x, scale, offset, empty, empty})
+		res, err := registry.RunNormalized(fdef, kc, fa, []*tensor.Dense{x, scale, offset, empty, empty})
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The kernel context reuses its result slice: keep the forward's
+		// outputs before the gradient op runs.
+		out := fw[:copy(fw[:], res)]
 		g, err := registry.RunNormalized(gdef, kc, ga, []*tensor.Dense{dy, x, scale, out[3], out[4], out[5]})
 		if err != nil {
 			b.Fatal(err)
