@@ -1,11 +1,30 @@
 package backward
 
 import (
+	"math"
+
+	"gorgonia.org/tensor"
+
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/bnkern"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Gradients of the FusedBatchNorm family (spec/fused_batch_norm.md §4).
+// Gradient ops of the FusedBatchNorm family, FusedBatchNormGrad and
+// FusedBatchNormGradV3 (spec/fused_batch_norm.md §3), with TensorFlow's
+// names, argument order, attributes (forward.FusedBatchNormGradAttrs),
+// validation (the family's checks of package forward) and CPU-kernel
+// outputs, and the gradients of the family (§4).
+//
+// The training gradient reads (dy, x) once for its two channel sums and
+// once more to write dx; the inference gradient does everything in one
+// pass. Per-channel sums are accumulated in float64, chunked by shape
+// (bit-identical for any thread count); per-channel coefficients are
+// formed in float64 and rounded once; the elementwise passes run in the
+// element type. The loops are package bnkern's.
+//
+// Gradients:
 //
 // First order, as TensorFlow's nn_grad.py: FusedBatchNorm(V3) applies
 // FusedBatchNormGrad(V3) to the upstream gradient of y alone (gradients
@@ -42,7 +61,39 @@ import (
 // projection, M[x̂²] = var/(var + ε) < 1.) The reserve-space inputs get no
 // gradient, as in TensorFlow.
 
+// Op names of the gradient ops.
+const (
+	bnOpGradV1 = "FusedBatchNormGrad"
+	bnOpGradV3 = "FusedBatchNormGradV3"
+)
+
 func init() {
+	bnKernels := func(op string) map[tensor.Dtype]registry.Kernel {
+		return map[tensor.Dtype]registry.Kernel{tensor.Float32: bnGradKernel[float32](op), tensor.Float64: bnGradKernel[float64](op)}
+	}
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpGradV1,
+		Doc: "gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale " +
+			"and the forward's reserve spaces (training) or the population mean/variance (inference)",
+		Inputs: []registry.Arg{{Name: "y_backprop"}, {Name: "x"}, {Name: "scale"}, {Name: "reserve_space_1"}, {Name: "reserve_space_2"}},
+		Outputs: []registry.Arg{{Name: "x_backprop"}, {Name: "scale_backprop"}, {Name: "offset_backprop"},
+			{Name: "reserve_space_3"}, {Name: "reserve_space_4"}},
+		Attrs:   forward.FusedBatchNormGradAttrs{},
+		Kernels: bnKernels(bnOpGradV1),
+		Samples: bnGradSamples(bnOpGradV1),
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpGradV3,
+		Doc: "gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by " +
+			"TensorFlow's CPU kernel",
+		Inputs: []registry.Arg{{Name: "y_backprop"}, {Name: "x"}, {Name: "scale"}, {Name: "reserve_space_1"}, {Name: "reserve_space_2"},
+			{Name: "reserve_space_3"}},
+		Outputs: []registry.Arg{{Name: "x_backprop"}, {Name: "scale_backprop"}, {Name: "offset_backprop"},
+			{Name: "reserve_space_4"}, {Name: "reserve_space_5"}},
+		Attrs:   forward.FusedBatchNormGradAttrs{},
+		Kernels: bnKernels(bnOpGradV3),
+		Samples: bnGradSamples(bnOpGradV3),
+	})
 	registry.MustSetGradient("FusedBatchNorm", bnForwardGrad("FusedBatchNormGrad"))
 	registry.MustSetGradient("FusedBatchNormV3", bnForwardGrad("FusedBatchNormGradV3"))
 	registry.MustSetGradient("FusedBatchNormGrad", bnGradGrad)
@@ -266,4 +317,106 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 		res[2] = ggamma
 	}
 	return res, nil
+}
+
+// ---------------------------------------------------------------------------
+// Gradient ops.
+
+// bnGradKernel is the kernel of FusedBatchNormGrad (op bnOpGradV1) or
+// FusedBatchNormGradV3.
+func bnGradKernel[T tensorx.Float](op string) registry.Kernel {
+	names := []string{"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"}
+	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		a, format, err := forward.CheckFusedBatchNormOp[forward.FusedBatchNormGradAttrs](op, attrs, 1, names, in)
+		if err != nil {
+			return nil, err
+		}
+		dy, x, scale, m, v := in[0], in[1], in[2], in[3], in[4]
+		if err := forward.CheckFusedBatchNormRank(op, "y_backprop", dy); err != nil {
+			return nil, err
+		}
+		if err := forward.CheckFusedBatchNormRank(op, "x", x); err != nil {
+			return nil, err
+		}
+		if err := forward.CheckFusedBatchNormVectors(op, []string{"scale", "saved mean", "saved variance"}, scale, m, v); err != nil {
+			return nil, err
+		}
+		if !tensorx.SameShape(x.Shape(), dy.Shape()) {
+			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: x and y_backprop must have same shape, but x has shape %s and y_backprop has shape %s",
+				op, forward.FusedBatchNormShape(x.Shape()), forward.FusedBatchNormShape(dy.Shape()))
+		}
+		l, err := forward.FusedBatchNormLayout(op, "x", x.Shape(), format)
+		if err != nil {
+			return nil, err
+		}
+		C := l.C
+		if err := forward.CheckFusedBatchNormChannels(op, "", C, []string{"scale", "reserve_space_1", "reserve_space_2"}, scale, m, v); err != nil {
+			return nil, err
+		}
+
+		dt := x.Dtype()
+		var outs [5]*tensor.Dense
+		out := outs[:]
+		if out[0], err = kc.Output(x.Dtype(), x.Shape()...); err != nil {
+			return nil, err
+		}
+		for i, n := range []int{C, C, 0, 0} { // scale, offset backprops; empty reserve spaces
+			if out[i+1], err = kc.Output(dt, n); err != nil {
+				return nil, err
+			}
+		}
+		dscale, doffset := tensorx.MustSlice[T](out[1]), tensorx.MustSlice[T](out[2])
+		if l.Size() == 0 {
+			clear(dscale)
+			clear(doffset)
+			return kc.Results(out...), nil
+		}
+		st, err := registry.Scratch[float64](kc, 2*C, false)
+		if err != nil {
+			return nil, err
+		}
+		s1, s2 := st[:C], st[C:]
+		ms, vs, gamma := tensorx.MustSlice[T](m), tensorx.MustSlice[T](v), tensorx.MustSlice[T](scale)
+		coef, err := registry.Scratch[T](kc, 3*C, false)
+		if err != nil {
+			return nil, err
+		}
+		eps := float64(a.Eps())
+		dys, xs, dxs := tensorx.MustSlice[T](dy), tensorx.MustSlice[T](x), tensorx.MustSlice[T](out[0])
+		part, err := registry.Scratch[float64](kc, bnkern.PartialsLen(l), false)
+		if err != nil {
+			return nil, err
+		}
+		if !a.Training() {
+			// dx = dy·(γ·r) needs no statistics: one pass writes it and
+			// sums Σdy, Σdy·(x − m).
+			k := coef[:C]
+			for c := range k {
+				k[c] = T(float64(gamma[c]) / math.Sqrt(float64(vs[c])+eps))
+			}
+			bnkern.GradSums(s1, s2, dxs, dys, xs, l, ms, k, part, kc.NumThreads())
+			for c := 0; c < C; c++ {
+				r := 1 / math.Sqrt(float64(vs[c])+eps)
+				dscale[c] = T(s2[c] * r)
+				doffset[c] = T(s1[c])
+			}
+			return kc.Results(out...), nil
+		}
+		bnkern.GradSums(s1, s2, nil, dys, xs, l, ms, nil, part, kc.NumThreads())
+		// dx = γr·(dy − M[dy] − (x − m)·r²·M[dy·(x − m)])
+		//    = A·(dy − M[dy]) − B·(x − m).
+		n := float64(l.Count())
+		A, mdy, B := coef[:C], coef[C:2*C], coef[2*C:3*C]
+		for c := 0; c < C; c++ {
+			r := 1 / math.Sqrt(float64(vs[c])+eps)
+			dscale[c] = T(s2[c] * r)
+			doffset[c] = T(s1[c])
+			ac := float64(gamma[c]) * r
+			A[c] = T(ac)
+			mdy[c] = T(s1[c] / n)
+			B[c] = T(ac * r * r * s2[c] / n)
+		}
+		bnkern.GradDx(dxs, dys, xs, l, A, mdy, B, ms, kc.NumThreads())
+		return kc.Results(out...), nil
+	}
 }

@@ -25,7 +25,8 @@ type allocCase struct {
 }
 
 // allocCases returns the FusedBatchNorm, DepthwiseConv2dNative and
-// FractionalAvgPool applications of TestKernelsAllocateNothingConvNorm,
+// FractionalAvgPool applications of TestKernelsAllocateNothingConvNorm
+// (package backward pins FusedBatchNorm's gradient ops),
 // on tensors large enough that two threads split every loop.
 func allocCases(t *testing.T) []allocCase {
 	r := rand.New(rand.NewSource(2))
@@ -76,13 +77,6 @@ func allocCases(t *testing.T) []allocCase {
 		}
 		return a
 	}
-	bnGrad := func(format string, training bool) FusedBatchNormGradAttrs {
-		a := FusedBatchNormGradAttrs{DataFormat: format}
-		if !training {
-			a.IsTraining = &no
-		}
-		return a
-	}
 	factor := float32(0.9)
 	avg := FusedBatchNormAttrs{ExponentialAvgFactor: &factor}
 	dw := func(stride int, format string) DepthwiseConv2dAttrs {
@@ -95,7 +89,7 @@ func allocCases(t *testing.T) []allocCase {
 	}
 	// x [8,16,16,32]: 64K elements, four reduction chunks.
 	const n, h, w, c = 8, 16, 16, 32
-	x, dy := f32(n, h, w, c), f32(n, h, w, c)
+	x := f32(n, h, w, c)
 	xc := f32(n, c, h, w)
 	sc, of, mu, va := f32(c), f32(c), f32(c), pos32(c)
 	x64, sc64, va64 := f64(8, 16, 16, 16), f64(16), pos64(16)
@@ -115,11 +109,6 @@ func allocCases(t *testing.T) []allocCase {
 		{"bn/infer/NCHW", "FusedBatchNorm", bn(nchw, false), []*tensor.Dense{xc, sc, of, mu, va}},
 		{"bn/avg/V1", "FusedBatchNorm", avg, []*tensor.Dense{x, sc, of, mu, va}},
 		{"bn/train/f64", "FusedBatchNormV3", bn("NHWC", true), []*tensor.Dense{x64, sc64, sc64, sc64, va64}},
-		{"bngrad/train/NHWC", "FusedBatchNormGradV3", bnGrad("NHWC", true), []*tensor.Dense{dy, x, sc, mu, va, f32()}},
-		{"bngrad/train/NCHW", "FusedBatchNormGradV3", bnGrad(nchw, true), []*tensor.Dense{xc, xc, sc, mu, va, f32()}},
-		{"bngrad/infer/NHWC", "FusedBatchNormGrad", bnGrad("NHWC", false), []*tensor.Dense{dy, x, sc, mu, va}},
-		{"bngrad/infer/NCHW", "FusedBatchNormGradV3", bnGrad(nchw, false), []*tensor.Dense{xc, xc, sc, mu, va, f32()}},
-		{"bngrad/train/f64", "FusedBatchNormGradV3", bnGrad("NHWC", true), []*tensor.Dense{x64, x64, sc64, sc64, va64, f64()}},
 
 		{"dw/fwd/s1", "DepthwiseConv2dNative", dw(1, "NHWC"), []*tensor.Dense{dx, df}},
 		{"dw/fwd/s2", "DepthwiseConv2dNative", dw(2, "NHWC"), []*tensor.Dense{dx, df}},
@@ -149,7 +138,7 @@ func allocCases(t *testing.T) []allocCase {
 const parAllocBound = 2
 
 // TestKernelsAllocateNothingConvNorm extends TestKernelsAllocateNothing to
-// FusedBatchNorm(V3) and its gradients, the DepthwiseConv2dNative family
+// FusedBatchNorm(V3), the DepthwiseConv2dNative family
 // and FractionalAvgPool: on one thread with recycled buffers a call
 // allocates nothing; on two threads a closure per parallel loop at most.
 // The two-thread count is taken with runtime.MemStats at the process's

@@ -10,7 +10,8 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Sample generators of the FusedBatchNorm family for gradient sweeps.
+// Sample generators of FusedBatchNorm and FusedBatchNormV3 for gradient
+// sweeps (package backward holds those of the gradient ops).
 //
 // TensorFlow's gradient of the forward ops uses only the upstream
 // gradient of y and gives none to mean and variance, so the forward
@@ -18,15 +19,6 @@ import (
 // batch statistics are smooth in x as long as every channel's variance
 // stays away from 0, which random data of a few elements per channel
 // does.
-//
-// The grad ops in training mode are the gradient of the forward only when
-// reserve_space_1/2 are the batch mean and biased variance of x (their
-// registered gradient, like TensorFlow's, recomputes those statistics
-// from x): the samples give exactly those, and check the gradients with
-// respect to y_backprop and scale (a finite difference in x alone would
-// move the statistics away from the reserve spaces; the tests of package
-// backward check x through the forward op). In inference mode every
-// gradient but the population statistics' is checked.
 
 // bnF32 returns a pointer to v (for the attrs' pointer fields).
 func bnF32(v float32) *float32 { return &v }
@@ -77,49 +69,6 @@ func bnSampleMust(d *tensor.Dense, err error) *tensor.Dense {
 	return d
 }
 
-// bnSampleStats returns the per-channel mean and biased variance of x in
-// the given data format, as the training forward's reserve spaces.
-func bnSampleStats(x *tensor.Dense, format string) (mean, variance *tensor.Dense) {
-	v := tensorx.MustSlice[float64](x)
-	shape := x.Shape()
-	_, first := bnFormatRank(format)
-	var l bnLayout
-	if first {
-		inner := 1
-		for _, d := range shape[2:] {
-			inner *= d
-		}
-		l = bnLayout{outer: shape[0], c: shape[1], inner: inner}
-	} else {
-		l = bnLayout{outer: tensorx.Len(x) / shape[len(shape)-1], c: shape[len(shape)-1], inner: 1}
-	}
-	m := make([]float64, l.c)
-	s := make([]float64, l.c)
-	n := float64(l.count())
-	for o := 0; o < l.outer; o++ {
-		for c := 0; c < l.c; c++ {
-			for i := 0; i < l.inner; i++ {
-				m[c] += v[(o*l.c+c)*l.inner+i]
-			}
-		}
-	}
-	for c := range m {
-		m[c] /= n
-	}
-	for o := 0; o < l.outer; o++ {
-		for c := 0; c < l.c; c++ {
-			for i := 0; i < l.inner; i++ {
-				d := v[(o*l.c+c)*l.inner+i] - m[c]
-				s[c] += d * d
-			}
-		}
-	}
-	for c := range s {
-		s[c] /= n
-	}
-	return bnSampleMust(tensorx.New([]int{l.c}, m)), bnSampleMust(tensorx.New([]int{l.c}, s))
-}
-
 // bnSampleConfig is one configuration of the family's samples.
 type bnSampleConfig struct {
 	format   string
@@ -163,14 +112,6 @@ func (c bnSampleConfig) attrs() FusedBatchNormAttrs {
 	return a
 }
 
-func (c bnSampleConfig) gradAttrs() FusedBatchNormGradAttrs {
-	a := FusedBatchNormGradAttrs{DataFormat: c.format, IsTraining: bnBool(c.training)}
-	if c.eps != 0 {
-		a.Epsilon = bnF32(c.eps)
-	}
-	return a
-}
-
 // bnSampleConfigs covers both modes, every layout, running statistics
 // (empty and given), epsilon values, a single element per channel and odd
 // sizes.
@@ -209,43 +150,6 @@ func bnSamples(op string) func(r *rand.Rand) []registry.Sample {
 				Wrt:    []int{0, 1, 2},
 				// TensorFlow's gradient uses only y's upstream gradient.
 				Outputs: []int{0},
-			})
-		}
-		return out
-	}
-}
-
-// bnGradSamples returns the sample generator of FusedBatchNormGrad or
-// FusedBatchNormGradV3.
-func bnGradSamples(op string) func(r *rand.Rand) []registry.Sample {
-	v3 := op == bnOpGradV3
-	return func(r *rand.Rand) []registry.Sample {
-		var out []registry.Sample
-		for _, c := range bnSampleConfigs {
-			if c.v3Only && !v3 {
-				continue
-			}
-			C := c.channels()
-			x := bnSampleTensor(r, 1.5, 0.5, c.shape...)
-			dy := bnSampleTensor(r, 1, 0, c.shape...)
-			var rs1, rs2 *tensor.Dense
-			wrt := []int{0, 1, 2}
-			if c.training {
-				rs1, rs2 = bnSampleStats(x, c.format)
-				wrt = []int{0, 2}
-			} else {
-				rs1, rs2 = bnSampleTensor(r, 1, 0.3, C), bnSampleUniform(r, 0.5, 2, C)
-			}
-			in := []*tensor.Dense{dy, x, bnSampleScale(r, C), rs1, rs2}
-			if v3 {
-				in = append(in, bnSampleMust(tensorx.New[float64](nil, []float64{0})))
-			}
-			out = append(out, registry.Sample{
-				Name:    c.name(),
-				Attrs:   c.gradAttrs(),
-				Inputs:  in,
-				Wrt:     wrt,
-				Outputs: []int{0, 1, 2},
 			})
 		}
 		return out

@@ -25,25 +25,25 @@ func BenchmarkKernels(b *testing.B) {
 			b.Run(fmt.Sprintf("Stats/%s", name), func(b *testing.B) {
 				b.SetBytes(n)
 				for range b.N {
-					Stats(x, c, k, p1, p2)
+					statsRows(x, c, k, p1, p2)
 				}
 			})
 			b.Run(fmt.Sprintf("GradSums/%s", name), func(b *testing.B) {
 				b.SetBytes(2 * n)
 				for range b.N {
-					GradSums(dy, x, c, k, p1, p2)
+					gradSumsRows(dy, x, c, k, p1, p2)
 				}
 			})
 			b.Run(fmt.Sprintf("Norm/%s", name), func(b *testing.B) {
 				b.SetBytes(2 * n)
 				for range b.N {
-					Norm(x, y, c, k, k, k, false)
+					normRows(x, y, c, k, k, k, false)
 				}
 			})
 			b.Run(fmt.Sprintf("GradDx/%s", name), func(b *testing.B) {
 				b.SetBytes(3 * n)
 				for range b.N {
-					GradDx(dy, x, y, c, k, k, k, k, false)
+					gradDxRows(dy, x, y, c, k, k, k, k, false)
 				}
 			})
 		})

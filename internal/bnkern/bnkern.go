@@ -1,18 +1,25 @@
-// Package bnkern holds the row kernels of the fused batch normalisation
-// ops over channels-last data: a tensor is a sequence of rows of c
-// channels (c contiguous elements), and every kernel either reduces per
-// channel over the rows (column sums) or writes an elementwise output with
-// per-channel coefficients.
+// Package bnkern holds the loops of the fused batch normalisation ops
+// (FusedBatchNorm and its gradient): per-channel statistics, the
+// normalisation, the gradient's channel sums and its dx, over a tensor
+// viewed as [Outer, C, Inner] (Layout). The reductions are cut into
+// chunks by shape alone and their partial sums combined in chunk order,
+// so every result is bit-identical for any thread count (batch.go).
+//
+// Channels-last data is a sequence of rows of c channels (c contiguous
+// elements), served by the row kernels of this file: every kernel either
+// reduces per channel over the rows (column sums) or writes an
+// elementwise output with per-channel coefficients.
 //
 // The kernels are generic over float32 and float64. For float32 with at
-// least 8 channels they run AVX2 assembly on amd64 (Enabled); otherwise,
-// and under the noasm build tag, the portable Go loops of kernel_go.go.
-// Both produce bit-identical results: the assembly performs the same
-// IEEE operations in the same order as the Go loops (no fused
-// multiply-adds; the Go loops convert every product explicitly so the
-// compiler cannot fuse it either).
+// least 8 channels they run the block kernels: AVX2 assembly on amd64
+// when the CPU has AVX2 and FMA (kernel_amd64.s), their Go twins of the
+// same names under the noasm build tag and on other architectures
+// (kernel_noasm.go); otherwise the generic Go loops of kernel_go.go. All
+// produce bit-identical results: they perform the same IEEE operations in
+// the same order (no fused multiply-adds; the Go loops convert every
+// product explicitly so the compiler cannot fuse it either).
 //
-// The assembly vectorises over blocks of 8 channels. For c mod 8 tail
+// The block kernels vectorise over blocks of 8 channels. For c mod 8 tail
 // channels a second call covers the last 8 channels (slices shifted by
 // c−8): the storing kernels recompute the overlapping channels with the
 // same operations and store the same values; the reducing kernels
@@ -39,7 +46,7 @@ import (
 // Float is the element types of the kernels.
 type Float interface{ float32 | float64 }
 
-// Block is the channel block of the assembly kernels: 8 float32, one YMM
+// Block is the channel block of the block kernels: 8 float32, one YMM
 // register.
 const Block = 8
 
@@ -59,10 +66,10 @@ func need[T Float](what string, s []T, n int) {
 	}
 }
 
-// asm32 returns s as a float32 slice if the assembly should serve a call
-// over c channels (float32, c ≥ Block, Enabled).
+// asm32 returns s as a float32 slice if the block kernels should serve a
+// call over c channels (float32, c ≥ Block, useAsm).
 func asm32[T Float](s []T, c int) ([]float32, bool) {
-	if !Enabled || c < Block {
+	if !useAsm || c < Block {
 		return nil, false
 	}
 	f, ok := any(s).([]float32)
@@ -79,7 +86,7 @@ func f32[T Float](s []T) []float32 {
 }
 
 // aligned reports whether s starts at a 32-byte boundary, which the
-// streaming stores of Norm and GradDx need (with c a multiple of 8).
+// streaming stores of normRows and gradDxRows need (with c a multiple of 8).
 func aligned[T Float](s []T) bool {
 	return len(s) > 0 && uintptr(unsafe.Pointer(&s[0]))%32 == 0
 }
@@ -90,14 +97,14 @@ func streamable(y []float32, c int) bool {
 	return c%Block == 0 && aligned(y)
 }
 
-// Stats adds, per channel ch < c, the sums over the rows of x of the
+// statsRows adds, per channel ch < c, the sums over the rows of x of the
 // shifted values and their squares:
 //
 //	p1[ch] += Σ_r (x[r·c+ch] − k[ch]),  p2[ch] += Σ_r (x[r·c+ch] − k[ch])²
 //
 // in groups of four rows (see the package comment); squares are rounded
 // to the element type before they are added.
-func Stats[T Float](x []T, c int, k []T, p1, p2 []float64) {
+func statsRows[T Float](x []T, c int, k []T, p1, p2 []float64) {
 	rows := rowsOf("x", x, c)
 	need("shift", k, c)
 	need("sums", p1, c)
@@ -121,13 +128,13 @@ func Stats[T Float](x []T, c int, k []T, p1, p2 []float64) {
 	statsGo(x, c, k, p1, p2)
 }
 
-// GradSums adds, per channel ch < c, the sums over the rows of dy and x
+// gradSumsRows adds, per channel ch < c, the sums over the rows of dy and x
 //
 //	p1[ch] += Σ_r dy[r·c+ch],  p2[ch] += Σ_r dy[r·c+ch]·(x[r·c+ch] − m[ch])
 //
 // in groups of four rows (see the package comment); products are rounded
 // to the element type before they are added. x has dy's length.
-func GradSums[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
+func gradSumsRows[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
 	rows := rowsOf("y_backprop", dy, c)
 	need("x", x, len(dy))
 	need("mean", m, c)
@@ -152,7 +159,7 @@ func GradSums[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
 	gradSumsGo(dy, x[:len(dy)], c, m, p1, p2)
 }
 
-// Norm writes, per channel ch < c, over the rows of x
+// normRows writes, per channel ch < c, over the rows of x
 //
 //	y[r·c+ch] = (x[r·c+ch] − mu[ch])·k[ch] + beta[ch]
 //
@@ -161,7 +168,7 @@ func GradSums[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
 // non-temporal stores when c is a multiple of 8 and y is 32-byte aligned
 // (for outputs much larger than the caches, which are not read again
 // soon).
-func Norm[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
+func normRows[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
 	rows := rowsOf("x", x, c)
 	need("y", y, len(x))
 	need("mean", mu, c)
@@ -184,13 +191,13 @@ func Norm[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
 	normGo(x, y[:len(x)], c, mu, k, beta)
 }
 
-// GradDx writes, per channel ch < c, over the rows of dy and x
+// gradDxRows writes, per channel ch < c, over the rows of dy and x
 //
 //	dx[r·c+ch] = a[ch]·(dy[r·c+ch] − mdy[ch]) − b[ch]·(x[r·c+ch] − m[ch])
 //
 // with both products rounded before the subtraction. x and dx have dy's
-// length; dx must not overlap dy or x. stream is as for Norm.
-func GradDx[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, stream bool) {
+// length; dx must not overlap dy or x. stream is as for normRows.
+func gradDxRows[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, stream bool) {
 	rows := rowsOf("y_backprop", dy, c)
 	need("x", x, len(dy))
 	need("x_backprop", dx, len(dy))
@@ -216,12 +223,12 @@ func GradDx[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, stream bool) {
 	gradDxGo(dy, x[:len(dy)], dx[:len(dy)], c, a, mdy, b, m)
 }
 
-// Scale writes, per channel ch < c, over the rows of dy
+// scaleRows writes, per channel ch < c, over the rows of dy
 //
 //	dx[r·c+ch] = dy[r·c+ch]·k[ch].
 //
 // dx has dy's length and must not overlap it.
-func Scale[T Float](dy, dx []T, c int, k []T) {
+func scaleRows[T Float](dy, dx []T, c int, k []T) {
 	rows := rowsOf("y_backprop", dy, c)
 	need("x_backprop", dx, len(dy))
 	need("factor", k, c)
@@ -236,4 +243,15 @@ func Scale[T Float](dy, dx []T, c int, k []T) {
 		return
 	}
 	scaleGo(dy, dx[:len(dy)], c, k)
+}
+
+// WithGoLoops runs fn with every call of the package served by the
+// generic Go loops of kernel_go.go instead of the block kernels, for
+// tests that compare the two (their results are bit-identical). It must
+// not run concurrently with other calls of the package.
+func WithGoLoops(fn func()) {
+	old := useAsm
+	useAsm = false
+	defer func() { useAsm = old }()
+	fn()
 }

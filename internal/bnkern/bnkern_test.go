@@ -17,10 +17,10 @@ import (
 // elements or a read of the sentinels shows up.
 
 // modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool { return testutil.Modes(Enabled) }
+func modes() []bool { return testutil.Modes(useAsm) }
 
-// withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
+// withMode runs fn with useAsm set to asm.
+func withMode(asm bool, fn func()) { testutil.WithFlag(&useAsm, asm, fn) }
 
 const guard = 40 // sentinel elements on each side of an operand
 
@@ -99,9 +99,9 @@ func TestReducingKernels(t *testing.T) {
 					p2, all2 := operand[float64](c, 0, func(i int) float64 { return init2[i] })
 					withMode(asm, func() {
 						if kern == "Stats" {
-							Stats(x, c, k, p1, p2)
+							statsRows(x, c, k, p1, p2)
 						} else {
-							GradSums(dy, x, c, k, p1, p2)
+							gradSumsRows(dy, x, c, k, p1, p2)
 						}
 					})
 					checkGuards(t, name+" "+kern, p1, all1)
@@ -145,7 +145,7 @@ func TestReducingKernels(t *testing.T) {
 			var gref [2][]float64
 			for _, asm := range modes() {
 				p1, p2 := append([]float64(nil), init1...), append([]float64(nil), init2...)
-				withMode(asm, func() { GradSums(dy, x, c, k, p1, p2) })
+				withMode(asm, func() { gradSumsRows(dy, x, c, k, p1, p2) })
 				if gref[0] == nil {
 					gref = [2][]float64{p1, p2}
 					continue
@@ -179,16 +179,16 @@ func TestStoringKernels(t *testing.T) {
 					want func(i, ch int) float64
 				}
 				kerns := []kern{
-					{"Norm", func(y []float32) { Norm(x, y, c, co[0], co[1], co[2], stream) },
+					{"Norm", func(y []float32) { normRows(x, y, c, co[0], co[1], co[2], stream) },
 						func(i, ch int) float64 {
 							return (float64(x[i])-float64(co[0][ch]))*float64(co[1][ch]) + float64(co[2][ch])
 						}},
-					{"GradDx", func(dx []float32) { GradDx(dy, x, dx, c, co[0], co[1], co[2], co[3], stream) },
+					{"GradDx", func(dx []float32) { gradDxRows(dy, x, dx, c, co[0], co[1], co[2], co[3], stream) },
 						func(i, ch int) float64 {
 							return float64(co[0][ch])*(float64(dy[i])-float64(co[1][ch])) -
 								float64(co[2][ch])*(float64(x[i])-float64(co[3][ch]))
 						}},
-					{"Scale", func(dx []float32) { Scale(dy, dx, c, co[0]) },
+					{"Scale", func(dx []float32) { scaleRows(dy, dx, c, co[0]) },
 						func(i, ch int) float64 { return float64(dy[i]) * float64(co[0][ch]) }},
 				}
 				for _, kn := range kerns {
@@ -222,9 +222,9 @@ func TestFloat64(t *testing.T) {
 	x, _ := operand[float64](rows*c, 0, gen(r, 1, 1))
 	k, _ := operand[float64](c, 0, gen(r, 1, 1))
 	p1, p2 := make([]float64, c), make([]float64, c)
-	Stats(x, c, k, p1, p2)
+	statsRows(x, c, k, p1, p2)
 	y := make([]float64, rows*c)
-	Norm(x, y, c, k, k, k, true)
+	normRows(x, y, c, k, k, k, true)
 	for ch := 0; ch < c; ch++ {
 		var s1, s2 float64
 		for row := 0; row < rows; row++ {
@@ -246,11 +246,11 @@ func TestBadArgumentsPanic(t *testing.T) {
 		name string
 		f    func()
 	}{
-		{"partial row", func() { Stats(x, 3, make([]float32, 3), make([]float64, 3), make([]float64, 3)) }},
-		{"short shift", func() { Stats(x, 5, make([]float32, 4), make([]float64, 5), make([]float64, 5)) }},
-		{"short output", func() { Norm(x, make([]float32, 9), 5, x, x, x, false) }},
-		{"short x", func() { GradDx(x, x[:5], x, 5, x, x, x, x, false) }},
-		{"zero channels", func() { Scale(x, x, 0, x) }},
+		{"partial row", func() { statsRows(x, 3, make([]float32, 3), make([]float64, 3), make([]float64, 3)) }},
+		{"short shift", func() { statsRows(x, 5, make([]float32, 4), make([]float64, 5), make([]float64, 5)) }},
+		{"short output", func() { normRows(x, make([]float32, 9), 5, x, x, x, false) }},
+		{"short x", func() { gradDxRows(x, x[:5], x, 5, x, x, x, x, false) }},
+		{"zero channels", func() { scaleRows(x, x, 0, x) }},
 	} {
 		func() {
 			defer func() {
@@ -270,11 +270,11 @@ func TestNoAllocations(t *testing.T) {
 	k := make([]float32, c)
 	p1, p2 := make([]float64, c), make([]float64, c)
 	if n := testing.AllocsPerRun(20, func() {
-		Stats(x, c, k, p1, p2)
-		GradSums(x, x, c, k, p1, p2)
-		Norm(x, y, c, k, k, k, true)
-		GradDx(x, x, y, c, k, k, k, k, true)
-		Scale(x, y, c, k)
+		statsRows(x, c, k, p1, p2)
+		gradSumsRows(x, x, c, k, p1, p2)
+		normRows(x, y, c, k, k, k, true)
+		gradDxRows(x, x, y, c, k, k, k, k, true)
+		scaleRows(x, y, c, k)
 	}); n != 0 {
 		t.Fatalf("%v allocations per call", n)
 	}

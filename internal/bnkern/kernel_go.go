@@ -1,11 +1,12 @@
 package bnkern
 
-// Portable Go loops with the contracts of the exported functions (bounds
-// already checked, slices of whole rows). They run for float64, for fewer
-// than 8 channels and when Enabled is false, and are the reference of the
-// assembly kernels' tests. Every product is converted to T explicitly: an
-// explicit conversion rounds, so the compiler may not fuse it into a
-// multiply-add (which the assembly does not use either).
+// Generic Go loops with the contracts of the row kernels of bnkern.go
+// (bounds already checked, slices of whole rows). They run for float64,
+// for fewer than 8 channels and when useAsm is false (a CPU without AVX2
+// and FMA), and are the reference of the block kernels' tests. Every
+// product is converted to T explicitly: an explicit conversion rounds, so
+// the compiler may not fuse it into a multiply-add (which the block
+// kernels do not use either).
 //
 // Four rows are processed together so that each channel's coefficients
 // and accumulators are loaded once per four elements and the inner loops
