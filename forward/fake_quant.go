@@ -164,7 +164,11 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 }
 
 // ---------------------------------------------------------------------------
-// Kernels.
+// Kernels. The loops are package fqkern's (fqkern.Forward over a table
+// of the channels' nudged grids). Steady-state calls allocate nothing on
+// one thread: the table lives in the kernel's frame (an fqkern.Quant
+// value) with its rows in kernel scratch (registry.Scratch, recycled by
+// the allocator), and results go through kc.Results.
 
 // Input names of the error messages (package variables: a slice literal
 // per call could cost an allocation).
