@@ -1,10 +1,37 @@
 package backward
 
 import (
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/fqkern"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Gradients of the fake-quant family (spec/fake_quant.md §4).
+// The fake-quant family's gradient ops (spec/fake_quant.md §4), bit-exact
+// with TensorFlow's float32 CPU kernels, with the forward ops' attrs,
+// validation and numerics (forward/fake_quant.go):
+//
+//   - FakeQuantWithMinMaxArgsGradient, FakeQuantWithMinMaxVarsGradient and
+//     FakeQuantWithMinMaxVarsPerChannelGradient (TensorFlow's
+//     straight-through rule), which produce the input gradient and, for
+//     Vars/PerChannel, the min/max gradients in one fused pass;
+//   - two ops TensorFlow lacks, tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint
+//     and tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint: the
+//     adjoints of the (linear in `gradients`) gradient ops, so that the
+//     gradient ops have gradients and every order of differentiation works.
+//
+// The loops are package internal/fqkern's: the gradient pass sums the
+// gradients below / above the range in float64 per table position within
+// a chunk, folds them into channels per chunk and combines the chunks in
+// chunk order, so the min/max gradients are bit-identical for any thread
+// count. Steady-state calls allocate nothing on one thread: the tables
+// live in the kernel's frame with their rows in kernel scratch
+// (registry.Scratch, recycled by the allocator), as do the gradient's
+// per-chunk and per-worker sums, and results go through kc.Results.
+//
+// Gradients.
 //
 // The forward ops get TensorFlow's registered gradients (array_ops.py): the
 // straight-through estimator computed by the matching *Gradient op, which
@@ -29,7 +56,60 @@ import (
 //     everywhere, as TensorFlow's straight-through view implies, and is
 //     returned as ZerosLike.
 
+// Op names of the family's gradient ops.
+const (
+	fqArgsGrad    = "FakeQuantWithMinMaxArgsGradient"
+	fqVarsGrad    = "FakeQuantWithMinMaxVarsGradient"
+	fqVarsAdj     = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
+	fqChannelGrad = "FakeQuantWithMinMaxVarsPerChannelGradient"
+	fqChannelAdj  = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
+)
+
 func init() {
+	registry.MustRegister(&registry.OpDef{
+		Name:   fqArgsGrad,
+		Doc:    "backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs)",
+		Inputs: args("gradients", "inputs"), Outputs: args("backprops"), Attrs: forward.FakeQuantArgsAttrs{},
+		Kernels: floatKernels(fqArgsGradKernel[float32], fqArgsGradKernel[float64]),
+		Samples: fqArgsGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqVarsGrad,
+		Doc: "straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, " +
+			"backprop_wrt_min/max = sums of gradients below/above it (scalars)",
+		Inputs:  args("gradients", "inputs", "min", "max"),
+		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: forward.FakeQuantAttrs{},
+		Kernels: floatKernels(fqVarsGradKernel[float32], fqVarsGradKernel[float64]),
+		Samples: fqVarsGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqVarsAdj,
+		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, " +
+			"d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient)",
+		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
+		Outputs: args("d_gradients"), Attrs: forward.FakeQuantAttrs{},
+		Kernels: floatKernels(fqVarsAdjKernel[float32], fqVarsAdjKernel[float64]),
+		Samples: fqVarsAdjSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqChannelGrad,
+		Doc: "straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's " +
+			"nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4",
+		Inputs:  args("gradients", "inputs", "min", "max"),
+		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: forward.FakeQuantAttrs{},
+		Kernels: floatKernels(fqChannelGradKernel[float32], fqChannelGradKernel[float64]),
+		Samples: fqChannelGradSamples,
+	})
+	registry.MustRegister(&registry.OpDef{
+		Name: fqChannelAdj,
+		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, " +
+			"d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient)",
+		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
+		Outputs: args("d_gradients"), Attrs: forward.FakeQuantAttrs{},
+		Kernels: floatKernels(fqChannelAdjKernel[float32], fqChannelAdjKernel[float64]),
+		Samples: fqChannelAdjSamples,
+	})
+
 	registry.MustSetGradient("FakeQuantWithMinMaxArgs", fqArgsForwardGrad)
 	registry.MustSetGradient("FakeQuantWithMinMaxVars", fqForwardGrad("FakeQuantWithMinMaxVarsGradient", false))
 	registry.MustSetGradient("FakeQuantWithMinMaxVarsPerChannel", fqForwardGrad("FakeQuantWithMinMaxVarsPerChannelGradient", true))
@@ -41,6 +121,161 @@ func init() {
 	registry.MustSetGradient("tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint", fqAdjointGrad("FakeQuantWithMinMaxVarsGradient"))
 	registry.MustSetGradient("tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint", fqAdjointGrad("FakeQuantWithMinMaxVarsPerChannelGradient"))
 }
+
+// ---------------------------------------------------------------------------
+// Kernels of the gradient ops.
+
+// Input names of the error messages (package variables: a slice literal
+// per call could cost an allocation).
+var (
+	fqNamesGrad    = []string{"gradients", "inputs", "min", "max"}
+	fqNamesAdj     = []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}
+	fqNamesArgs    = []string{"gradients", "inputs"}
+	fqNamesMinMax  = []string{"min", "max"}
+	fqNamesAdjRngs = []string{"d_min", "d_max", "min", "max"}
+)
+
+// fqSameShape checks that gradients (or d_backprops) and inputs have the
+// same shape.
+func fqSameShape(op, what string, g, x *tensor.Dense) error {
+	if !tensorx.SameShape(g.Shape(), x.Shape()) {
+		return registry.Errorf(registry.ErrShape, "%s: gradient and input must be the same size (%s %s, inputs %s)",
+			op, what, tensorx.FormatShape(g.Shape()), tensorx.FormatShape(x.Shape()))
+	}
+	return nil
+}
+
+func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	lo, hi, qmin, qmax, err := attrs.(forward.FakeQuantArgsAttrs).Range(fqArgsGrad)
+	if err != nil {
+		return nil, err
+	}
+	if err := forward.FakeQuantDtypes(fqArgsGrad, fqNamesArgs, in); err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(fqArgsGrad, "gradients", in[0], in[1]); err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[1])
+	if err != nil {
+		return nil, err
+	}
+	// No min/max sums: the input gradient alone, one pass, which is the
+	// adjoint loop with d_min = d_max = +0 (gradients inside the nudged
+	// range, +0 outside and for NaN inputs; Args' range is never the
+	// min == max == 0 one).
+	mins, maxs, zero := [1]T{T(lo)}, [1]T{T(hi)}, [1]T{}
+	buf, err := registry.Scratch[T](kc, fqkern.BoundsSize(1), false)
+	if err != nil {
+		return nil, err
+	}
+	var b fqkern.Bounds[T]
+	b.InitRanges(buf, mins[:], maxs[:], qmin, qmax, zero[:], zero[:])
+	fqkern.Adjoint(data[T](out), data[T](in[0]), data[T](in[1]), &b, kc.NumThreads())
+	return kc.Results(out), nil
+}
+
+func fqVarsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	return fqRangeGradKernel[T](kc, fqVarsGrad, false, attrs, in)
+}
+
+func fqChannelGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	return fqRangeGradKernel[T](kc, fqChannelGrad, true, attrs, in)
+}
+
+// fqRangeGradKernel is the kernel of the Vars (perChannel false) and
+// PerChannel gradient ops (inputs of rank 1..4): the fused gradient pass
+// into the input gradient (like inputs) and the min/max gradients (like
+// min).
+func fqRangeGradKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	qmin, qmax, err := forward.FakeQuantCheck(op, attrs, fqNamesGrad, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(op, "gradients", in[0], in[1]); err != nil {
+		return nil, err
+	}
+	mins, maxs, err := forward.FakeQuantRanges[T](op, perChannel, in[1], 4, fqNamesMinMax, in[2:])
+	if err != nil {
+		return nil, err
+	}
+	bi, err := like(kc, in[1])
+	if err != nil {
+		return nil, err
+	}
+	bmin, err := like(kc, in[2])
+	if err != nil {
+		return nil, err
+	}
+	bmax, err := like(kc, in[2])
+	if err != nil {
+		return nil, err
+	}
+	if len(mins) == 0 {
+		return kc.Results(bi, bmin, bmax), nil
+	}
+	buf, err := registry.Scratch[T](kc, fqkern.BoundsSize(len(mins)), false)
+	if err != nil {
+		return nil, err
+	}
+	var b fqkern.Bounds[T]
+	b.InitRanges(buf, mins, maxs, qmin, qmax, nil, nil)
+	threads := kc.NumThreads()
+	np, na := fqkern.GradientScratch(tensorx.Len(in[1]), &b, threads)
+	part, err := registry.Scratch[float64](kc, np, true)
+	if err != nil {
+		return nil, err
+	}
+	accs, err := registry.Scratch[float64](kc, na, false)
+	if err != nil {
+		return nil, err
+	}
+	fqkern.Gradient(data[T](bi), data[T](bmin), data[T](bmax), data[T](in[0]), data[T](in[1]), &b, threads, part, accs)
+	return kc.Results(bi, bmin, bmax), nil
+}
+
+func fqVarsAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	return fqRangeAdjKernel[T](kc, fqVarsAdj, false, attrs, in)
+}
+
+func fqChannelAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	return fqRangeAdjKernel[T](kc, fqChannelAdj, true, attrs, in)
+}
+
+// fqRangeAdjKernel is the kernel of the tapegrad adjoint ops of the Vars
+// (perChannel false) and PerChannel gradient ops.
+func fqRangeAdjKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	qmin, qmax, err := forward.FakeQuantCheck(op, attrs, fqNamesAdj, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := fqSameShape(op, "d_backprops", in[0], in[3]); err != nil {
+		return nil, err
+	}
+	ranges := [4]*tensor.Dense{in[1], in[2], in[4], in[5]}
+	mins, maxs, err := forward.FakeQuantRanges[T](op, perChannel, in[3], 0, fqNamesAdjRngs, ranges[:])
+	if err != nil {
+		return nil, err
+	}
+	out, err := like(kc, in[3])
+	if err != nil {
+		return nil, err
+	}
+	if len(mins) == 0 || tensorx.Len(in[3]) == 0 {
+		return kc.Results(out), nil
+	}
+	buf, err := registry.Scratch[T](kc, fqkern.BoundsSize(len(mins)), false)
+	if err != nil {
+		return nil, err
+	}
+	var b fqkern.Bounds[T]
+	b.InitRanges(buf, mins, maxs, qmin, qmax, data[T](in[1]), data[T](in[2]))
+	fqkern.Adjoint(data[T](out), data[T](in[0]), data[T](in[3]), &b, kc.NumThreads())
+	return kc.Results(out), nil
+}
+
+// ---------------------------------------------------------------------------
+// Gradient functions.
 
 // fqArgsForwardGrad: FakeQuantWithMinMaxArgsGradient(dy, inputs), same attrs.
 func fqArgsForwardGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {

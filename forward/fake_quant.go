@@ -1,13 +1,9 @@
 package forward
 
 import (
-	"math"
-	"strconv"
-
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/fqkern"
-	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
@@ -19,13 +15,13 @@ import (
 //   - FakeQuantWithMinMaxVars(inputs, min, max), scalar range;
 //   - FakeQuantWithMinMaxVarsPerChannel(inputs, min, max), one range per
 //     channel (the last axis of inputs, any rank >= 1);
-//   - their gradient ops (TensorFlow's straight-through rule), which
-//     produce the input gradient and, for Vars/PerChannel, the min/max
-//     gradients in one fused pass;
-//   - two ops TensorFlow lacks, tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint
-//     and tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint: the
-//     adjoints of the (linear in `gradients`) gradient ops, so that the
-//     gradient ops have gradients and every order of differentiation works.
+//
+// Their gradient ops (FakeQuantWithMinMaxArgsGradient,
+// FakeQuantWithMinMaxVarsGradient, FakeQuantWithMinMaxVarsPerChannelGradient)
+// and the tapegrad adjoint ops of the latter two are registered in package
+// backward (backward/fake_quant.go), with the same attrs, validation
+// (FakeQuantCheck, FakeQuantRanges) and numerics. The loops are package
+// internal/fqkern's.
 //
 // Numerics. float32 is TensorFlow's dtype: every + − × ÷ of the spec is
 // rounded to float32 (explicit conversions at each rounding point keep Go
@@ -74,16 +70,11 @@ type FakeQuantArgsAttrs struct {
 	NarrowRange bool `tf:"narrow_range"`
 }
 
-// Op names of the family.
+// Op names of the family's forward ops.
 const (
-	fqArgs        = "FakeQuantWithMinMaxArgs"
-	fqArgsGrad    = "FakeQuantWithMinMaxArgsGradient"
-	fqVars        = "FakeQuantWithMinMaxVars"
-	fqVarsGrad    = "FakeQuantWithMinMaxVarsGradient"
-	fqVarsAdj     = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
-	fqChannel     = "FakeQuantWithMinMaxVarsPerChannel"
-	fqChannelGrad = "FakeQuantWithMinMaxVarsPerChannelGradient"
-	fqChannelAdj  = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
+	fqArgs    = "FakeQuantWithMinMaxArgs"
+	fqVars    = "FakeQuantWithMinMaxVars"
+	fqChannel = "FakeQuantWithMinMaxVarsPerChannel"
 )
 
 func init() {
@@ -96,37 +87,12 @@ func init() {
 		Samples: fqArgsSamples,
 	})
 	registry.MustRegister(&registry.OpDef{
-		Name:   fqArgsGrad,
-		Doc:    "backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs)",
-		Inputs: args("gradients", "inputs"), Outputs: args("backprops"), Attrs: FakeQuantArgsAttrs{},
-		Kernels: floatKernels(fqArgsGradKernel[float32], fqArgsGradKernel[float64]),
-		Samples: fqArgsGradSamples,
-	})
-	registry.MustRegister(&registry.OpDef{
 		Name: fqVars,
 		Doc: "outputs = inputs snapped to the num_bits grid of the scalar range [min, max] (nudged so that 0 is on the grid), " +
 			"clamped; 0 if min == max == 0",
 		Inputs: args("inputs", "min", "max"), Outputs: args("outputs"), Attrs: FakeQuantAttrs{},
 		Kernels: floatKernels(fqVarsKernel[float32], fqVarsKernel[float64]),
 		Samples: fqVarsSamples,
-	})
-	registry.MustRegister(&registry.OpDef{
-		Name: fqVarsGrad,
-		Doc: "straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, " +
-			"backprop_wrt_min/max = sums of gradients below/above it (scalars)",
-		Inputs:  args("gradients", "inputs", "min", "max"),
-		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: FakeQuantAttrs{},
-		Kernels: floatKernels(fqVarsGradKernel[float32], fqVarsGradKernel[float64]),
-		Samples: fqVarsGradSamples,
-	})
-	registry.MustRegister(&registry.OpDef{
-		Name: fqVarsAdj,
-		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, " +
-			"d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient)",
-		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
-		Outputs: args("d_gradients"), Attrs: FakeQuantAttrs{},
-		Kernels: floatKernels(fqVarsAdjKernel[float32], fqVarsAdjKernel[float64]),
-		Samples: fqVarsAdjSamples,
 	})
 	registry.MustRegister(&registry.OpDef{
 		Name: fqChannel,
@@ -136,128 +102,28 @@ func init() {
 		Kernels: floatKernels(fqChannelKernel[float32], fqChannelKernel[float64]),
 		Samples: fqChannelSamples,
 	})
-	registry.MustRegister(&registry.OpDef{
-		Name: fqChannelGrad,
-		Doc: "straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's " +
-			"nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4",
-		Inputs:  args("gradients", "inputs", "min", "max"),
-		Outputs: args("backprops_wrt_input", "backprop_wrt_min", "backprop_wrt_max"), Attrs: FakeQuantAttrs{},
-		Kernels: floatKernels(fqChannelGradKernel[float32], fqChannelGradKernel[float64]),
-		Samples: fqChannelGradSamples,
-	})
-	registry.MustRegister(&registry.OpDef{
-		Name: fqChannelAdj,
-		Doc: "goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, " +
-			"d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient)",
-		Inputs:  args("d_backprops", "d_min", "d_max", "inputs", "min", "max"),
-		Outputs: args("d_gradients"), Attrs: FakeQuantAttrs{},
-		Kernels: floatKernels(fqChannelAdjKernel[float32], fqChannelAdjKernel[float64]),
-		Samples: fqChannelAdjSamples,
-	})
-}
-
-// ---------------------------------------------------------------------------
-// The quantisation grid.
-
-// fqGrid is the nudged grid of one range, in the element type.
-type fqGrid[T tensorx.Float] struct {
-	nmin, nmax T // nudged bounds
-	scale      T // grid step
-	inv        T // (quant_max − quant_min) / (max − min), computed separately
-	qzero      T // floor(−nmin·inv + 0.5): the grid index of real 0
-	zero       bool
-}
-
-// fqQuantRange returns quant_min and quant_max for num_bits and
-// narrow_range.
-func fqQuantRange(numBits int, narrow bool) (qmin, qmax int) {
-	if narrow {
-		qmin = 1
-	}
-	return qmin, 1<<numBits - 1
-}
-
-// fqFloor is floor(v): v is already rounded to T, and floor is exact in
-// float64 for both element types. (Truncating through an integer and
-// stepping down for negative fractions measured slower here: the step is
-// a mispredicted branch for half the negative values.)
-func fqFloor[T tensorx.Float](v T) T { return T(math.Floor(float64(v))) }
-
-// fqNudge computes the nudged grid of [lo, hi] = [min, max] (spec §2),
-// every operation rounded to T. The quant_zero index uses the inverse
-// scale for every op, as the spec writes it (for Vars, −nmin/scale would
-// floor to the same integer: −nmin is (zp − quant_min)·scale to within an
-// ulp). The min == max == 0 case is flagged (zero) and
-// its grid is all zeros; callers give it its special meaning.
-func fqNudge[T tensorx.Float](lo, hi T, qmin, qmax int) fqGrid[T] {
-	if lo == 0 && hi == 0 {
-		return fqGrid[T]{zero: true}
-	}
-	qminF, qmaxF := T(qmin), T(qmax)
-	steps := T(qmaxF - qminF) // exact: integers below 2^16
-	rng := T(hi - lo)
-	scale := T(rng / steps)
-	inv := T(steps / rng)
-	zpFromMin := T(qminF - T(lo/scale))
-	var zp T
-	switch {
-	case zpFromMin < qminF:
-		zp = qminF
-	case zpFromMin > qmaxF:
-		zp = qmaxF
-	case zpFromMin == zpFromMin:
-		zp = T(math.Round(float64(zpFromMin))) // half away from zero, as std::round
-	default: // NaN: TensorFlow's integer cast is undefined
-		zp = qminF
-	}
-	g := fqGrid[T]{scale: scale, inv: inv}
-	g.nmin = T(T(qminF-zp) * scale)
-	g.nmax = T(T(qmaxF-zp) * scale)
-	g.qzero = fqFloor(T(T(-g.nmin*g.inv) + 0.5))
-	return g
 }
 
 // ---------------------------------------------------------------------------
 // Validation.
-
-// fqShapeString formats a shape as TensorFlow does ("[2,3]", "[]").
-func fqShapeString(s []int) string {
-	b := make([]byte, 0, 16)
-	b = append(b, '[')
-	for i, d := range s {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(d), 10)
-	}
-	return string(append(b, ']'))
-}
 
 // fqBits checks num_bits and returns the integer grid bounds.
 func fqBits(op string, numBits int, narrow bool) (qmin, qmax int, err error) {
 	if numBits < 2 || numBits > 16 {
 		return 0, 0, registry.Errorf(registry.ErrInvalidArgument, "%s: num_bits must be between 2 and 16, inclusive (got %d)", op, numBits)
 	}
-	qmin, qmax = fqQuantRange(numBits, narrow)
+	qmin, qmax = fqkern.QuantRange(numBits, narrow)
 	return qmin, qmax, nil
 }
 
-// fqDtypes checks that every input has the dtype of input 0.
-func fqDtypes(op string, names []string, in []*tensor.Dense) error {
+// FakeQuantDtypes checks that every input of op (named by names) has the
+// dtype of input 0, with TensorFlow's error text: the check of every op
+// of the family, gradient ops (package backward) included.
+func FakeQuantDtypes(op string, names []string, in []*tensor.Dense) error {
 	for i, t := range in[1:] {
 		if t.Dtype() != in[0].Dtype() {
 			return registry.Errorf(registry.ErrDtype, "%s: %s has dtype %v, expected %v like %s", op, names[i+1], t.Dtype(), in[0].Dtype(), names[0])
 		}
-	}
-	return nil
-}
-
-// fqSameShape checks that gradients (or d_backprops) and inputs have the
-// same shape.
-func fqSameShape(op, what string, g, x *tensor.Dense) error {
-	if !tensorx.SameShape(g.Shape(), x.Shape()) {
-		return registry.Errorf(registry.ErrShape, "%s: gradient and input must be the same size (%s %s, inputs %s)",
-			op, what, fqShapeString(g.Shape()), fqShapeString(x.Shape()))
 	}
 	return nil
 }
@@ -279,10 +145,10 @@ func fqScalars(op string, names []string, ts ...*tensor.Dense) error {
 func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*tensor.Dense) (int, error) {
 	s := x.Shape()
 	if len(s) < 1 {
-		return 0, registry.Errorf(registry.ErrShape, "%s: input must be at least rank 1, got shape %s", op, fqShapeString(s))
+		return 0, registry.Errorf(registry.ErrShape, "%s: input must be at least rank 1, got shape %s", op, tensorx.FormatShape(s))
 	}
 	if maxRank > 0 && len(s) > maxRank {
-		return 0, registry.Errorf(registry.ErrShape, "%s: inputs must be at most rank %d, got shape %s", op, maxRank, fqShapeString(s))
+		return 0, registry.Errorf(registry.ErrShape, "%s: inputs must be at most rank %d, got shape %s", op, maxRank, tensorx.FormatShape(s))
 	}
 	d := s[len(s)-1]
 	for i, t := range ts {
@@ -298,172 +164,24 @@ func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*
 }
 
 // ---------------------------------------------------------------------------
-// Loops. Every loop works on a flat element range [lo, hi) of a tensor
-// whose channel (grid index) is the flat index modulo d; the per-tensor ops
-// use d = 1. Grids are computed once per channel and call.
-
-// fqGrainElems is the least number of elements per parallel chunk. The
-// chunks (and the per-chunk partial sums of the gradients) depend only on
-// the shapes, never on the thread count.
-const fqGrainElems = 1 << 15
-
-// Every element loop (forward, gradient, adjoint of every op) is one of
-// package fqkern: branch-free AVX2 assembly for float32 and float64 on
-// amd64, Go loops otherwise, bit-exact with the scalar rules of the grid
-// (floor(((min(x, nmax) max nmin) − nmin)·inv − qzero + 0.5)·scale, or
-// with /scale for Vars) and of the gradient bounds; the scalar rules
-// (quantMul, quantDiv and the scalar gradient and adjoint loops of the
-// tests) are their references. The loops take per-channel tables of
-// fqkern.Period(d) positions, and every chunk is a whole number of table
-// periods (but the last), so that calls start at the table's first
-// position.
-
-// fqGrain returns the chunk size for a table of period l.
-func fqGrain(l int) int { return max(l, fqGrainElems/l*l) }
-
-// Steady-state calls allocate nothing on one thread: the tables live in
-// the kernel's frame (fqkern.Quant and Bounds values) with their rows in
-// kernel scratch (registry.Scratch, recycled by the allocator), loops run
-// directly when parallel.For would run them serially (a closure handed
-// to it escapes: the parallel branches give theirs a copy of the table
-// header, so that the caller's stays on its stack), the gradient's
-// per-worker sums are scratch too, and results go through kc.Results.
-
-// fqQuantTable lays out in q, in scratch memory of kc, the forward table
-// of the ranges [mins[c], maxs[c]] (one per channel, at least one),
-// nudged on the grid [qmin, qmax]: dividing by the scale if div (Vars),
-// else multiplying by the inverse scale (Args, PerChannel).
-func fqQuantTable[T tensorx.Float](kc *registry.KernelCtx, q *fqkern.Quant[T], div bool, mins, maxs []T, qmin, qmax int) error {
-	buf, err := registry.Scratch[T](kc, fqkern.QuantSize(len(mins)), false)
-	if err != nil {
-		return err
-	}
-	q.Init(len(mins), div, buf)
-	for c := range mins {
-		g := fqNudge(mins[c], maxs[c], qmin, qmax)
-		q.Set(c, fqkern.Grid[T]{NMin: g.nmin, NMax: g.nmax, Inv: g.inv, QZero: g.qzero, Scale: g.scale, Zero: g.zero})
-	}
-	return nil
-}
-
-// fqBoundsTable lays out in b, in scratch memory of kc, the gradient
-// table of the ranges [mins[c], maxs[c]] (one per channel, at least one)
-// nudged on the grid [qmin, qmax]: the nudged range of each channel, or
-// (−Inf, +Inf) passing every gradient in the min == max == 0 case, and,
-// for the adjoint (dmin not nil), each channel's d_min and d_max.
-func fqBoundsTable[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], mins, maxs []T, qmin, qmax int, dmin, dmax []T) error {
-	buf, err := registry.Scratch[T](kc, fqkern.BoundsSize(len(mins)), false)
-	if err != nil {
-		return err
-	}
-	b.Init(len(mins), buf)
-	for c := range mins {
-		g := fqNudge(mins[c], maxs[c], qmin, qmax)
-		b.Set(c, g.nmin, g.nmax, g.zero)
-		if dmin != nil {
-			b.SetAdjoint(c, dmin[c], dmax[c])
-		}
-	}
-	return nil
-}
-
-// fqForward runs the forward table q over x into y in parallel: quantDiv
-// (a dividing table, Vars) or quantMul (Args, PerChannel) in every
-// channel, +0 in the min == max == 0 channels (NaN inputs included).
-func fqForward[T tensorx.Float](kc *registry.KernelCtx, q *fqkern.Quant[T], x, y []T) {
-	grain := fqGrain(q.Period())
-	if threads := kc.NumThreads(); serial(threads, len(x), grain) {
-		q.Run(y, x, 0)
-	} else {
-		qc := *q
-		parallel.For(threads, len(x), grain, func(lo, hi int) { qc.Run(y[lo:hi], x[lo:hi], lo) })
-	}
-}
-
-// fqGradient is the fused gradient pass of table b: the input gradient
-// (gradients inside [lo, hi] of the channel, inclusive; everything in a
-// min == max == 0 channel, NaN inputs included; 0 elsewhere) and the
-// per-channel sums of the gradients strictly below / above the range.
-// The sums run in float64: per table position within a chunk (element
-// order), folded into channels per chunk (position order), and the
-// chunks combined in chunk order, into bmin and bmax (one per channel).
-func fqGradient[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], g, x, bi, bmin, bmax []T) error {
-	d, l := len(bmin), b.Period()
-	grain := fqGrain(l)
-	nc := parallel.Chunks(len(x), grain)
-	part, err := registry.Scratch[float64](kc, 2*d*nc, true)
-	if err != nil {
-		return err
-	}
-	// Per-worker sums, the chunks taken one at a time by whichever worker
-	// is free (parallel.Each).
-	threads := max(1, min(kc.NumThreads(), nc))
-	accs, err := registry.Scratch[float64](kc, threads*2*l, false)
-	if err != nil {
-		return err
-	}
-	if threads == 1 {
-		fqGradChunks(b, g, x, bi, part, accs, d, grain, 0, nc)
-	} else {
-		bc := *b
-		parallel.Each(threads, nc, func(w, k int) {
-			fqGradChunks(&bc, g, x, bi, part, accs[2*l*w:2*l*(w+1)], d, grain, k, k+1)
-		})
-	}
-	for c := range d {
-		var lo, hi float64
-		for k := range nc {
-			lo += part[2*d*k+c]
-			hi += part[2*d*k+d+c]
-		}
-		bmin[c], bmax[c] = T(lo), T(hi)
-	}
-	return nil
-}
-
-// fqGradChunks runs the gradient of the chunks [k0, k1) of grain
-// elements, folding chunk k's per-position sums (acc, 2·Period elements)
-// into part[2dk:2d(k+1)] (below, then above, for the d channels).
-func fqGradChunks[T tensorx.Float](b *fqkern.Bounds[T], g, x, bi []T, part, acc []float64, d, grain, k0, k1 int) {
-	for k := k0; k < k1; k++ {
-		lo, hi := k*grain, min((k+1)*grain, len(x))
-		clear(acc)
-		b.Grad(bi[lo:hi], g[lo:hi], x[lo:hi], lo, acc)
-		p := part[2*d*k : 2*d*(k+1)]
-		b.Fold(acc, p[:d], p[d:])
-	}
-}
-
-// fqAdjoint runs the adjoint pass of table b (with d_min and d_max) in
-// parallel: d_backprops inside the range (everything in a min == max == 0
-// channel), d_min[c] below it, d_max[c] above it, 0 for NaN inputs.
-func fqAdjoint[T tensorx.Float](kc *registry.KernelCtx, b *fqkern.Bounds[T], dbi, x, out []T) {
-	grain := fqGrain(b.Period())
-	if threads := kc.NumThreads(); serial(threads, len(x), grain) {
-		b.Adjoint(out, dbi, x, 0)
-	} else {
-		bc := *b
-		parallel.For(threads, len(x), grain, func(lo, hi int) { bc.Adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo) })
-	}
-}
-
-// ---------------------------------------------------------------------------
-// Kernels.
+// Kernels. The loops are package fqkern's (fqkern.Forward over a table
+// of the channels' nudged grids). Steady-state calls allocate nothing on
+// one thread: the table lives in the kernel's frame (an fqkern.Quant
+// value) with its rows in kernel scratch (registry.Scratch, recycled by
+// the allocator), and results go through kc.Results.
 
 // Input names of the error messages (package variables: a slice literal
 // per call could cost an allocation).
 var (
-	fqNamesFwd     = []string{"inputs", "min", "max"}
-	fqNamesGrad    = []string{"gradients", "inputs", "min", "max"}
-	fqNamesAdj     = []string{"d_backprops", "d_min", "d_max", "inputs", "min", "max"}
-	fqNamesArgs    = []string{"gradients", "inputs"}
-	fqNamesMinMax  = []string{"min", "max"}
-	fqNamesAdjRngs = []string{"d_min", "d_max", "min", "max"}
+	fqNamesFwd    = []string{"inputs", "min", "max"}
+	fqNamesMinMax = []string{"min", "max"}
 )
 
-// fqArgsRange validates the Args attrs and returns the range and the
-// integer grid bounds.
-func fqArgsRange(op string, a FakeQuantArgsAttrs) (lo, hi float32, qmin, qmax int, err error) {
+// Range validates the attrs for op (FakeQuantWithMinMaxArgs or its
+// gradient op; the errors name op) and returns the range [lo, hi] (nil
+// Min or Max meaning TensorFlow's -6 or 6) and the integer grid bounds
+// quant_min, quant_max.
+func (a FakeQuantArgsAttrs) Range(op string) (lo, hi float32, qmin, qmax int, err error) {
 	lo, hi = -6, 6
 	if a.Min != nil {
 		lo = *a.Min
@@ -479,7 +197,7 @@ func fqArgsRange(op string, a FakeQuantArgsAttrs) (lo, hi float32, qmin, qmax in
 }
 
 func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	lo, hi, qmin, qmax, err := fqArgsRange(fqArgs, attrs.(FakeQuantArgsAttrs))
+	lo, hi, qmin, qmax, err := attrs.(FakeQuantArgsAttrs).Range(fqArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -489,59 +207,37 @@ func fqArgsKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	}
 	// Args' float32 range widened to T: exact.
 	mins, maxs := [1]T{T(lo)}, [1]T{T(hi)}
+	buf, err := registry.Scratch[T](kc, fqkern.QuantSize(1), false)
+	if err != nil {
+		return nil, err
+	}
 	var q fqkern.Quant[T]
-	if err := fqQuantTable(kc, &q, false, mins[:], maxs[:], qmin, qmax); err != nil {
-		return nil, err
-	}
-	fqForward(kc, &q, data[T](in[0]), data[T](out))
+	q.InitRanges(buf, false, mins[:], maxs[:], qmin, qmax)
+	fqkern.Forward(data[T](out), data[T](in[0]), &q, kc.NumThreads())
 	return kc.Results(out), nil
 }
 
-func fqArgsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	lo, hi, qmin, qmax, err := fqArgsRange(fqArgsGrad, attrs.(FakeQuantArgsAttrs))
-	if err != nil {
-		return nil, err
-	}
-	if err := fqDtypes(fqArgsGrad, fqNamesArgs, in); err != nil {
-		return nil, err
-	}
-	if err := fqSameShape(fqArgsGrad, "gradients", in[0], in[1]); err != nil {
-		return nil, err
-	}
-	out, err := like(kc, in[1])
-	if err != nil {
-		return nil, err
-	}
-	// No min/max sums: the input gradient alone, one pass, which is the
-	// adjoint loop with d_min = d_max = +0 (gradients inside the nudged
-	// range, +0 outside and for NaN inputs; Args' range is never the
-	// min == max == 0 one).
-	mins, maxs, zero := [1]T{T(lo)}, [1]T{T(hi)}, [1]T{}
-	var b fqkern.Bounds[T]
-	if err := fqBoundsTable(kc, &b, mins[:], maxs[:], qmin, qmax, zero[:], zero[:]); err != nil {
-		return nil, err
-	}
-	fqAdjoint(kc, &b, data[T](in[0]), data[T](in[1]), data[T](out))
-	return kc.Results(out), nil
-}
-
-// fqRangeCheck checks num_bits (attrs are FakeQuantAttrs) and that every
-// input (named by names) has the dtype of input 0, and returns the
-// integer grid bounds.
-func fqRangeCheck(op string, attrs any, names []string, in []*tensor.Dense) (qmin, qmax int, err error) {
+// FakeQuantCheck checks num_bits (attrs are FakeQuantAttrs) and that
+// every input of op (named by names) has the dtype of input 0, and returns
+// the integer grid bounds quant_min, quant_max: the first checks of the
+// Vars and PerChannel ops and of their gradient and adjoint ops (package
+// backward).
+func FakeQuantCheck(op string, attrs any, names []string, in []*tensor.Dense) (qmin, qmax int, err error) {
 	a := attrs.(FakeQuantAttrs)
 	if qmin, qmax, err = fqBits(op, a.NumBits, a.NarrowRange); err != nil {
 		return 0, 0, err
 	}
-	return qmin, qmax, fqDtypes(op, names, in)
+	return qmin, qmax, FakeQuantDtypes(op, names, in)
 }
 
-// fqRanges checks the range-shaped inputs ts (named by names; their last
-// two are min and max) of a Vars op (scalars) or a PerChannel op (vectors
-// of the size of the last axis of x, of rank at most maxRank if > 0) and
-// returns the data of min and max: one range for Vars, one per channel
-// for PerChannel (none when x has no channel).
-func fqRanges[T tensorx.Float](op string, perChannel bool, x *tensor.Dense, maxRank int, names []string, ts []*tensor.Dense) (mins, maxs []T, err error) {
+// FakeQuantRanges checks the range-shaped inputs ts of op (named by
+// names; their last two are min and max) of a Vars op (scalars) or a
+// PerChannel op (vectors of the size of the last axis of x, of rank at
+// most maxRank if > 0), with TensorFlow's error texts, and returns the
+// data of min and max: one range for Vars, one per channel for PerChannel
+// (none when x has no channel). The gradient and adjoint ops of package
+// backward check theirs with it too.
+func FakeQuantRanges[T tensorx.Float](op string, perChannel bool, x *tensor.Dense, maxRank int, names []string, ts []*tensor.Dense) (mins, maxs []T, err error) {
 	if !perChannel {
 		err = fqScalars(op, names, ts...)
 	} else {
@@ -564,11 +260,11 @@ func fqChannelKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 // fqRangeKernel is the kernel of the Vars (perChannel false: the
 // dividing forward) and PerChannel forward ops.
 func fqRangeKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesFwd, in)
+	qmin, qmax, err := FakeQuantCheck(op, attrs, fqNamesFwd, in)
 	if err != nil {
 		return nil, err
 	}
-	mins, maxs, err := fqRanges[T](op, perChannel, in[0], 0, fqNamesMinMax, in[1:])
+	mins, maxs, err := FakeQuantRanges[T](op, perChannel, in[0], 0, fqNamesMinMax, in[1:])
 	if err != nil {
 		return nil, err
 	}
@@ -586,97 +282,12 @@ func fqRangeKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChanne
 	if len(mins) == 0 || tensorx.Len(in[0]) == 0 {
 		return kc.Results(out), nil
 	}
+	buf, err := registry.Scratch[T](kc, fqkern.QuantSize(len(mins)), false)
+	if err != nil {
+		return nil, err
+	}
 	var q fqkern.Quant[T]
-	if err := fqQuantTable(kc, &q, !perChannel, mins, maxs, qmin, qmax); err != nil {
-		return nil, err
-	}
-	fqForward(kc, &q, data[T](in[0]), data[T](out))
-	return kc.Results(out), nil
-}
-
-func fqVarsGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	return fqRangeGradKernel[T](kc, fqVarsGrad, false, attrs, in)
-}
-
-func fqChannelGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	return fqRangeGradKernel[T](kc, fqChannelGrad, true, attrs, in)
-}
-
-// fqRangeGradKernel is the kernel of the Vars (perChannel false) and
-// PerChannel gradient ops (inputs of rank 1..4): the fused gradient pass
-// into the input gradient (like inputs) and the min/max gradients (like
-// min).
-func fqRangeGradKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesGrad, in)
-	if err != nil {
-		return nil, err
-	}
-	if err := fqSameShape(op, "gradients", in[0], in[1]); err != nil {
-		return nil, err
-	}
-	mins, maxs, err := fqRanges[T](op, perChannel, in[1], 4, fqNamesMinMax, in[2:])
-	if err != nil {
-		return nil, err
-	}
-	bi, err := like(kc, in[1])
-	if err != nil {
-		return nil, err
-	}
-	bmin, err := like(kc, in[2])
-	if err != nil {
-		return nil, err
-	}
-	bmax, err := like(kc, in[2])
-	if err != nil {
-		return nil, err
-	}
-	if len(mins) == 0 {
-		return kc.Results(bi, bmin, bmax), nil
-	}
-	var b fqkern.Bounds[T]
-	if err := fqBoundsTable(kc, &b, mins, maxs, qmin, qmax, nil, nil); err != nil {
-		return nil, err
-	}
-	if err := fqGradient(kc, &b, data[T](in[0]), data[T](in[1]), data[T](bi), data[T](bmin), data[T](bmax)); err != nil {
-		return nil, err
-	}
-	return kc.Results(bi, bmin, bmax), nil
-}
-
-func fqVarsAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	return fqRangeAdjKernel[T](kc, fqVarsAdj, false, attrs, in)
-}
-
-func fqChannelAdjKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	return fqRangeAdjKernel[T](kc, fqChannelAdj, true, attrs, in)
-}
-
-// fqRangeAdjKernel is the kernel of the tapegrad adjoint ops of the Vars
-// (perChannel false) and PerChannel gradient ops.
-func fqRangeAdjKernel[T tensorx.Float](kc *registry.KernelCtx, op string, perChannel bool, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	qmin, qmax, err := fqRangeCheck(op, attrs, fqNamesAdj, in)
-	if err != nil {
-		return nil, err
-	}
-	if err := fqSameShape(op, "d_backprops", in[0], in[3]); err != nil {
-		return nil, err
-	}
-	ranges := [4]*tensor.Dense{in[1], in[2], in[4], in[5]}
-	mins, maxs, err := fqRanges[T](op, perChannel, in[3], 0, fqNamesAdjRngs, ranges[:])
-	if err != nil {
-		return nil, err
-	}
-	out, err := like(kc, in[3])
-	if err != nil {
-		return nil, err
-	}
-	if len(mins) == 0 || tensorx.Len(in[3]) == 0 {
-		return kc.Results(out), nil
-	}
-	var b fqkern.Bounds[T]
-	if err := fqBoundsTable(kc, &b, mins, maxs, qmin, qmax, data[T](in[1]), data[T](in[2])); err != nil {
-		return nil, err
-	}
-	fqAdjoint(kc, &b, data[T](in[0]), data[T](in[3]), data[T](out))
+	q.InitRanges(buf, !perChannel, mins, maxs, qmin, qmax)
+	fqkern.Forward(data[T](out), data[T](in[0]), &q, kc.NumThreads())
 	return kc.Results(out), nil
 }

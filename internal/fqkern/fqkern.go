@@ -2,10 +2,15 @@
 // (forward.FakeQuantWithMinMaxVarsPerChannel, its gradient and adjoint
 // ops, and the per-tensor ops FakeQuantWithMinMaxArgs and
 // FakeQuantWithMinMaxVars with theirs as one channel): branch-free AVX2
-// assembly for float32 and float64 on amd64 (Enabled), and the portable
-// Go loops of kernel_go.go elsewhere and under the noasm build tag
-// (branch-free, or branching on the in-range test where the inputs mostly
-// pass it).
+// assembly for float32 and float64 on amd64 CPUs with AVX2, and the
+// portable Go loops of kernel_go.go elsewhere and under the noasm build
+// tag (branch-free, or branching on the in-range test where the inputs
+// mostly pass it). Each assembly routine has a Go twin of the same name
+// and signature (kernel_noasm.go), chosen by build tags; the exported
+// functions pick the assembly or the Go loops themselves.
+//
+// The package also computes the nudged grids (Nudge) and runs whole
+// tensors in parallel chunks (Forward, Gradient, Adjoint).
 //
 // Every loop walks a flat tensor whose channel is the flat index modulo d.
 // The per-channel parameters are laid out once per call as tables of
@@ -29,8 +34,17 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
+
+// useAsm reports whether the kernels run the assembly routines (fwd32 and
+// the others of kernel_amd64.s): on CPUs with AVX2 (cpu.X86.AVX2FMA also
+// requires FMA, which they do not use; it is false on other architectures
+// and under the noasm build tag, where the routines are their Go twins).
+// When it is false the dispatchers run the Go loops directly. Tests
+// switch it to compare the two.
+var useAsm = cpu.X86.AVX2FMA
 
 // Period returns the table length for d ≥ 1 channels: the least common
 // multiple of d and 8, doubled up to at least 256 positions so that a call
@@ -319,7 +333,7 @@ func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
 // the table has zero channels, uni if it has one channel).
 func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div, zeros, uni bool) {
 	check(len(x), len(tab), qRows, l, n, rows)
-	if Enabled {
+	if useAsm {
 		switch ys := any(y).(type) {
 		case []float32:
 			yp, xp, tp := &ys[0], &any(x).([]float32)[0], &any(tab).([]float32)[0]
@@ -348,7 +362,7 @@ func grad[T tensorx.Float](bi, g, x, tab []T, l, n, rows int, acc []float64) {
 	if len(acc) < l+n {
 		panic("fqkern: sums too short")
 	}
-	if Enabled {
+	if useAsm {
 		switch bs := any(bi).(type) {
 		case []float32:
 			grad32(&bs[0], &any(g).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows, &acc[0])
@@ -364,7 +378,7 @@ func grad[T tensorx.Float](bi, g, x, tab []T, l, n, rows int, acc []float64) {
 // adj dispatches the adjoint kernel (uni if the table has one channel).
 func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int, uni bool) {
 	check(len(x), len(tab), bRows, l, n, rows)
-	if Enabled {
+	if useAsm {
 		switch os := any(out).(type) {
 		case []float32:
 			adj32(&os[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)

@@ -17,11 +17,13 @@ import (
 // against each other bit for bit, sums included. Outputs are windows of
 // larger buffers whose guard elements must stay untouched.
 
-// modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool { return testutil.Modes(Enabled) }
+// modes returns the kernel modes to test: the Go loops, and the assembly
+// routines where they run (on a CPU with AVX2, or as their Go twins in a
+// build without assembly).
+func modes() []bool { return testutil.Modes(useAsm || twinsOnly) }
 
-// withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
+// withMode runs fn with useAsm set to asm.
+func withMode(asm bool, fn func()) { testutil.WithFlag(&useAsm, asm, fn) }
 
 // refQuant is the scalar forward rule: clamp with min(x, nmax) first, a
 // NaN x staying NaN, every operation rounded to T, +0 in a zero channel;

@@ -8,8 +8,9 @@ import (
 )
 
 // Portable Go loops with the kernels' contract (see fqkern.go; bounds
-// already checked). They run where Enabled is false (no AVX2, other
-// architectures, the noasm build tag); the assembly kernels' tests
+// already checked). They run where useAsm is false (no AVX2, other
+// architectures, the noasm build tag) and are the bodies of the assembly
+// routines' Go twins (kernel_noasm.go); the assembly kernels' tests
 // compare against them bit for bit.
 //
 // Scalar Go cannot be both branch-free and as fast as a branchy loop on

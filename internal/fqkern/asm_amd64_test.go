@@ -1,0 +1,7 @@
+//go:build amd64 && !noasm
+
+package fqkern
+
+// twinsOnly is false where the routines are assembly: they run only on
+// CPUs with AVX2.
+const twinsOnly = false

@@ -1,0 +1,7 @@
+//go:build !amd64 || noasm
+
+package fqkern
+
+// twinsOnly is true where the routines are their Go twins, which run on
+// every CPU.
+const twinsOnly = true
