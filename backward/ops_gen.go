@@ -10,15 +10,47 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpFakeQuantWithMinMaxArgsGradient is the name of the FakeQuantWithMinMaxArgsGradient op.
+	OpFakeQuantWithMinMaxArgsGradient = "FakeQuantWithMinMaxArgsGradient"
+	// OpFakeQuantWithMinMaxVarsGradient is the name of the FakeQuantWithMinMaxVarsGradient op.
+	OpFakeQuantWithMinMaxVarsGradient = "FakeQuantWithMinMaxVarsGradient"
+	// OpFakeQuantWithMinMaxVarsPerChannelGradient is the name of the FakeQuantWithMinMaxVarsPerChannelGradient op.
+	OpFakeQuantWithMinMaxVarsPerChannelGradient = "FakeQuantWithMinMaxVarsPerChannelGradient"
 	// OpFractionalAvgPoolGrad is the name of the FractionalAvgPoolGrad op.
 	OpFractionalAvgPoolGrad = "FractionalAvgPoolGrad"
 	// OpFractionalMaxPoolGrad is the name of the FractionalMaxPoolGrad op.
 	OpFractionalMaxPoolGrad = "FractionalMaxPoolGrad"
+	// OpFusedBatchNormGrad is the name of the FusedBatchNormGrad op.
+	OpFusedBatchNormGrad = "FusedBatchNormGrad"
+	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
+	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
+	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
+	OpFakeQuantWithMinMaxVarsGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
+	// OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint op.
+	OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
 	// OpFractionalAvgPoolWithSequences is the name of the tapegrad.FractionalAvgPoolWithSequences op.
 	OpFractionalAvgPoolWithSequences = "tapegrad.FractionalAvgPoolWithSequences"
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
 )
+
+// FakeQuantWithMinMaxArgsGradient applies FakeQuantWithMinMaxArgsGradient on e: backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs).
+// Inputs: gradients, inputs. Output: backprops.
+func FakeQuantWithMinMaxArgsGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantArgsAttrs], gradients registry.Value, inputs registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxArgsGradient, attrs.Boxed(), gradients, inputs)
+}
+
+// FakeQuantWithMinMaxVarsGradient applies FakeQuantWithMinMaxVarsGradient on e: straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, backprop_wrt_min/max = sums of gradients below/above it (scalars).
+// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
+func FakeQuantWithMinMaxVarsGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsGradient, attrs.Boxed(), gradients, inputs, min, max)
+}
+
+// FakeQuantWithMinMaxVarsPerChannelGradient applies FakeQuantWithMinMaxVarsPerChannelGradient on e: straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4.
+// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
+func FakeQuantWithMinMaxVarsPerChannelGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsPerChannelGradient, attrs.Boxed(), gradients, inputs, min, max)
+}
 
 // FractionalAvgPoolGrad applies FractionalAvgPoolGrad on e: gradient of FractionalAvgPool: each out_backprop value spread uniformly over its cell of an input of shape orig_input_tensor_shape (int64 [4]); accumulated in float64.
 // Inputs: orig_input_tensor_shape, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
@@ -30,6 +62,30 @@ func FractionalAvgPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.Frac
 // Inputs: orig_input, orig_output, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
 func FractionalMaxPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
 	return registry.Apply1(e, OpFractionalMaxPoolGrad, attrs.Boxed(), origInput, origOutput, outBackprop, rowPoolingSequence, colPoolingSequence)
+}
+
+// FusedBatchNormGrad applies FusedBatchNormGrad on e: gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale and the forward's reserve spaces (training) or the population mean/variance (inference).
+// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_3, reserve_space_4.
+func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGrad, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2)
+}
+
+// FusedBatchNormGradV3 applies FusedBatchNormGradV3 on e: gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by TensorFlow's CPU kernel.
+// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
+func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+}
+
+// FakeQuantWithMinMaxVarsGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient).
+// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
+func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
+}
+
+// FakeQuantWithMinMaxVarsPerChannelGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient).
+// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
+func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
 }
 
 // FractionalAvgPoolWithSequences applies tapegrad.FractionalAvgPoolWithSequences on e: average pooling (NHWC) over the cells of given int64 row and column pooling sequences; the adjoint of FractionalAvgPoolGrad (tapegrad op, beyond TensorFlow).

@@ -37,16 +37,10 @@ const (
 	OpExp = "Exp"
 	// OpFakeQuantWithMinMaxArgs is the name of the FakeQuantWithMinMaxArgs op.
 	OpFakeQuantWithMinMaxArgs = "FakeQuantWithMinMaxArgs"
-	// OpFakeQuantWithMinMaxArgsGradient is the name of the FakeQuantWithMinMaxArgsGradient op.
-	OpFakeQuantWithMinMaxArgsGradient = "FakeQuantWithMinMaxArgsGradient"
 	// OpFakeQuantWithMinMaxVars is the name of the FakeQuantWithMinMaxVars op.
 	OpFakeQuantWithMinMaxVars = "FakeQuantWithMinMaxVars"
-	// OpFakeQuantWithMinMaxVarsGradient is the name of the FakeQuantWithMinMaxVarsGradient op.
-	OpFakeQuantWithMinMaxVarsGradient = "FakeQuantWithMinMaxVarsGradient"
 	// OpFakeQuantWithMinMaxVarsPerChannel is the name of the FakeQuantWithMinMaxVarsPerChannel op.
 	OpFakeQuantWithMinMaxVarsPerChannel = "FakeQuantWithMinMaxVarsPerChannel"
-	// OpFakeQuantWithMinMaxVarsPerChannelGradient is the name of the FakeQuantWithMinMaxVarsPerChannelGradient op.
-	OpFakeQuantWithMinMaxVarsPerChannelGradient = "FakeQuantWithMinMaxVarsPerChannelGradient"
 	// OpFill is the name of the Fill op.
 	OpFill = "Fill"
 	// OpFractionalAvgPool is the name of the FractionalAvgPool op.
@@ -55,10 +49,6 @@ const (
 	OpFractionalMaxPool = "FractionalMaxPool"
 	// OpFusedBatchNorm is the name of the FusedBatchNorm op.
 	OpFusedBatchNorm = "FusedBatchNorm"
-	// OpFusedBatchNormGrad is the name of the FusedBatchNormGrad op.
-	OpFusedBatchNormGrad = "FusedBatchNormGrad"
-	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
-	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
 	// OpFusedBatchNormV3 is the name of the FusedBatchNormV3 op.
 	OpFusedBatchNormV3 = "FusedBatchNormV3"
 	// OpIdentity is the name of the Identity op.
@@ -127,10 +117,6 @@ const (
 	OpTranspose = "Transpose"
 	// OpZerosLike is the name of the ZerosLike op.
 	OpZerosLike = "ZerosLike"
-	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
-	OpFakeQuantWithMinMaxVarsGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
-	// OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint op.
-	OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
 	// OpReducedShape is the name of the tapegrad.ReducedShape op.
 	OpReducedShape = "tapegrad.ReducedShape"
 )
@@ -219,34 +205,16 @@ func FakeQuantWithMinMaxArgs(e registry.Emitter, attrs registry.Attrs[FakeQuantA
 	return registry.Apply1(e, OpFakeQuantWithMinMaxArgs, attrs.Boxed(), inputs)
 }
 
-// FakeQuantWithMinMaxArgsGradient applies FakeQuantWithMinMaxArgsGradient on e: backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs).
-// Inputs: gradients, inputs. Output: backprops.
-func FakeQuantWithMinMaxArgsGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantArgsAttrs], gradients registry.Value, inputs registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxArgsGradient, attrs.Boxed(), gradients, inputs)
-}
-
 // FakeQuantWithMinMaxVars applies FakeQuantWithMinMaxVars on e: outputs = inputs snapped to the num_bits grid of the scalar range [min, max] (nudged so that 0 is on the grid), clamped; 0 if min == max == 0.
 // Inputs: inputs, min, max. Output: outputs.
 func FakeQuantWithMinMaxVars(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
 	return registry.Apply1(e, OpFakeQuantWithMinMaxVars, attrs.Boxed(), inputs, min, max)
 }
 
-// FakeQuantWithMinMaxVarsGradient applies FakeQuantWithMinMaxVarsGradient on e: straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, backprop_wrt_min/max = sums of gradients below/above it (scalars).
-// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-func FakeQuantWithMinMaxVarsGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
-	return registry.Apply(e, OpFakeQuantWithMinMaxVarsGradient, attrs.Boxed(), gradients, inputs, min, max)
-}
-
 // FakeQuantWithMinMaxVarsPerChannel applies FakeQuantWithMinMaxVarsPerChannel on e: outputs = inputs snapped, per channel c of the last axis, to the num_bits grid of [min[c], max[c]] (nudged so that 0 is on the grid), clamped; 0 in channels with min == max == 0.
 // Inputs: inputs, min, max. Output: outputs.
 func FakeQuantWithMinMaxVarsPerChannel(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
 	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannel, attrs.Boxed(), inputs, min, max)
-}
-
-// FakeQuantWithMinMaxVarsPerChannelGradient applies FakeQuantWithMinMaxVarsPerChannelGradient on e: straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4.
-// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
-func FakeQuantWithMinMaxVarsPerChannelGradient(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
-	return registry.Apply(e, OpFakeQuantWithMinMaxVarsPerChannelGradient, attrs.Boxed(), gradients, inputs, min, max)
 }
 
 // Fill applies Fill on e: a tensor of shape dims (an int32/int64 vector) with every element equal to the scalar value.
@@ -271,18 +239,6 @@ func FractionalMaxPool(e registry.Emitter, attrs registry.Attrs[FractionalPoolAt
 // Inputs: x, scale, offset, mean, variance. Outputs, in order: y, batch_mean, batch_variance, reserve_space_1, reserve_space_2.
 func FusedBatchNorm(e registry.Emitter, attrs registry.Attrs[FusedBatchNormAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
 	return registry.Apply(e, OpFusedBatchNorm, attrs.Boxed(), x, scale, offset, mean, variance)
-}
-
-// FusedBatchNormGrad applies FusedBatchNormGrad on e: gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale and the forward's reserve spaces (training) or the population mean/variance (inference).
-// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_3, reserve_space_4.
-func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNormGrad, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2)
-}
-
-// FusedBatchNormGradV3 applies FusedBatchNormGradV3 on e: gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by TensorFlow's CPU kernel.
-// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
-func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
-	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
 }
 
 // FusedBatchNormV3 applies FusedBatchNormV3 on e: FusedBatchNorm for 4-D or 5-D x (NHWC, NCHW, NDHWC, NCDHW), with a sixth output reserve_space_3 (a scalar 0 on CPU).
@@ -487,18 +443,6 @@ func Transpose(e registry.Emitter, x registry.Value, perm registry.Value) regist
 // Inputs: x. Output: y.
 func ZerosLike(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpZerosLike, nil, x)
-}
-
-// FakeQuantWithMinMaxVarsGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient).
-// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
-func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
-}
-
-// FakeQuantWithMinMaxVarsPerChannelGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient).
-// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
-func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, attrs registry.Attrs[FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
-	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
 }
 
 // ReducedShape applies tapegrad.ReducedShape on e: the shape input_shape would have after reducing over axes with keep_dims: input_shape with every reduced dimension set to 1 (TensorFlow's Python math_ops.reduced_shape; tapegrad's own op, used by the gradients of Sum and Mean).
