@@ -66,7 +66,6 @@ func allocCases(t *testing.T) []allocCase {
 		}
 		return d
 	}
-	i32 := func(v ...int) *tensor.Dense { return testutil.Ints(t, v...) }
 	i64 := func(v ...int64) *tensor.Dense { return testutil.Int64s(t, v...) }
 	no := false
 	nchw := "NCHW"
@@ -114,14 +113,6 @@ func allocCases(t *testing.T) []allocCase {
 		{"dw/fwd/s2", "DepthwiseConv2dNative", dw(2, "NHWC"), []*tensor.Dense{dx, df}},
 		{"dw/fwd/m2", "DepthwiseConv2dNative", dw(1, "NHWC"), []*tensor.Dense{dx64, df64}},
 		{"dw/fwd/NCHW", "DepthwiseConv2dNative", dwNCHW, []*tensor.Dense{dxc, dfc}},
-		{"dw/input/s1", "DepthwiseConv2dNativeBackpropInput", dw(1, "NHWC"), []*tensor.Dense{i32(4, 24, 24, 16), df, dx}},
-		{"dw/input/s2", "DepthwiseConv2dNativeBackpropInput", dw(2, "NHWC"), []*tensor.Dense{i32(4, 48, 48, 16), df, dx}},
-		{"dw/input/m2", "DepthwiseConv2dNativeBackpropInput", dw(1, "NHWC"), []*tensor.Dense{i32(16, 16, 16, 6), df64, f64(16, 16, 16, 12)}},
-		{"dw/input/NCHW", "DepthwiseConv2dNativeBackpropInput", dwNCHW, []*tensor.Dense{i32(8, 8, 48, 48), dfc, f32(8, 8, 46, 46)}},
-		{"dw/filter/s1", "DepthwiseConv2dNativeBackpropFilter", dw(1, "NHWC"), []*tensor.Dense{dx, i32(3, 3, 16, 1), dx}},
-		{"dw/filter/s2", "DepthwiseConv2dNativeBackpropFilter", dw(2, "NHWC"), []*tensor.Dense{f32(4, 48, 48, 16), i32(3, 3, 16, 1), dx}},
-		{"dw/filter/m2", "DepthwiseConv2dNativeBackpropFilter", dw(1, "NHWC"), []*tensor.Dense{dx64, i64(3, 3, 6, 2), f64(16, 16, 16, 12)}},
-		{"dw/filter/NCHW", "DepthwiseConv2dNativeBackpropFilter", dwNCHW, []*tensor.Dense{dxc, i32(3, 3, 8, 1), f32(8, 8, 46, 46)}},
 
 		{"fp/avg", "FractionalAvgPool", fp(false), []*tensor.Dense{px}},
 		{"fp/avg/overlap", "FractionalAvgPool", fp(true), []*tensor.Dense{px}},
@@ -138,8 +129,8 @@ func allocCases(t *testing.T) []allocCase {
 const parAllocBound = 2
 
 // TestKernelsAllocateNothingConvNorm extends TestKernelsAllocateNothing to
-// FusedBatchNorm(V3), the DepthwiseConv2dNative family
-// and FractionalAvgPool: on one thread with recycled buffers a call
+// FusedBatchNorm(V3), DepthwiseConv2dNative and FractionalAvgPool (their
+// gradient ops' cases are in package backward): on one thread with recycled buffers a call
 // allocates nothing; on two threads a closure per parallel loop at most.
 // The two-thread count is taken with runtime.MemStats at the process's
 // GOMAXPROCS (testing.AllocsPerRun runs at one, where every worker comes

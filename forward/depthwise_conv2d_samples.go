@@ -57,10 +57,14 @@ func depthwiseConv2dSamples(r *rand.Rand) []registry.Sample {
 	return convSamples(r, dwSampleCfgs, convSampleForward, nil)
 }
 
-func depthwiseConv2dBackpropInputSamples(r *rand.Rand) []registry.Sample {
+// DepthwiseConv2dBackpropSamples returns the samples of
+// DepthwiseConv2dNativeBackpropInput (filter false) or
+// DepthwiseConv2dNativeBackpropFilter (filter true) over the
+// configurations of DepthwiseConv2dNative's samples, for their
+// registrations in package backward.
+func DepthwiseConv2dBackpropSamples(r *rand.Rand, filter bool) []registry.Sample {
+	if filter {
+		return convSamples(r, dwSampleCfgs, convSampleBackpropFilter, nil)
+	}
 	return convSamples(r, dwSampleCfgs, convSampleBackpropInput, nil)
-}
-
-func depthwiseConv2dBackpropFilterSamples(r *rand.Rand) []registry.Sample {
-	return convSamples(r, dwSampleCfgs, convSampleBackpropFilter, nil)
 }

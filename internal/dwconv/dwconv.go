@@ -1,8 +1,15 @@
-// Package dwconv holds float32 kernels for depthwise 2-D convolution with
-// 3x3 filters, unit column dilation and depth multiplier 1, in NHWC with
-// the channels contiguous: AVX2/FMA assembly on amd64 (Enabled), the
-// portable Go loops of kernel_go.go elsewhere and under the noasm build
-// tag.
+// Package dwconv holds the loops of depthwise 2-D convolution
+// (TensorFlow's DepthwiseConv2dNative and its two backprops): Forward,
+// BackpropInput and BackpropFilter over slices for float32 and float64,
+// any window and multiplier, NHWC or NCHW (depthwise.go, loops.go), and
+// the float32 kernels their 3x3 paths run (paths.go, this file).
+//
+// The kernels cover 3x3 filters, unit column dilation and depth
+// multiplier 1, in NHWC with the channels contiguous: AVX2/FMA assembly
+// on amd64 CPUs that have it (kernel_amd64.s), the portable Go loops of
+// kernel_go.go on other CPUs, and Go twins of the assembly routines
+// (kernel_noasm.go) on other architectures and under the noasm, gccgo and
+// safe build tags.
 //
 // The kernels vectorise over channels: every operand is a row of pixels
 // of c channels (pixel stride c), and a call covers the channel blocks
@@ -77,7 +84,7 @@ func Fwd3x3(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int, pf []
 	for p := range x {
 		need("input row", x[p], ((npix-1)*s+2)*c+w)
 	}
-	if !Enabled {
+	if !useAsm {
 		fwd3x3Go(o, x, t, npix, nb, c, s)
 		return
 	}
@@ -111,7 +118,7 @@ func BwdInput3x3S2(o []float32, d *[3][]float32, t []float32, npairs, nb, c int,
 	for p := range d {
 		need("out_backprop row", d[p], npairs*c+w)
 	}
-	if !Enabled {
+	if !useAsm {
 		bwd3x3S2Go(o, d, t, npairs, nb, c)
 		return
 	}
@@ -143,7 +150,7 @@ func Filter3x3(acc, dy []float32, x *[3][]float32, npix, nb, c, s int, pf []floa
 	for p := range x {
 		need("input row", x[p], ((npix-1)*s+2)*c+w)
 	}
-	if !Enabled {
+	if !useAsm {
 		filter3x3Go(acc, dy, x, npix, nb, c, s)
 		return
 	}
@@ -173,7 +180,7 @@ func DotTaps(o []float32, xs, ts [][]float32, nb int) {
 		need("tap", ts[i], w)
 		xp[i], tp[i] = &xs[i][0], &ts[i][0]
 	}
-	if !Enabled {
+	if !useAsm {
 		dotTapsGo(o, xs, ts, nb)
 		return
 	}
@@ -203,7 +210,7 @@ func AxpyTaps(acc []float32, ks []int, xs [][]float32, dy []float32, nb int) {
 		need("input", xs[i], w)
 		ap[i], xp[i] = &acc[Block*ks[i]], &xs[i][0]
 	}
-	if !Enabled {
+	if !useAsm {
 		axpyTapsGo(acc, ks, xs, dy, nb)
 		return
 	}
@@ -217,7 +224,7 @@ func AddF64(dst []float64, src []float32) {
 		panic(fmt.Sprintf("dwconv: AddF64 into %d elements from %d", len(dst), n))
 	}
 	m := 0
-	if Enabled {
+	if useAsm {
 		m = n &^ 7
 		if m > 0 {
 			addF64(&dst[0], &src[0], m)
@@ -232,7 +239,7 @@ func AddF64(dst []float64, src []float32) {
 // Prefetch asks the CPU to bring s into its L2 cache (a hint; no effect
 // without assembly).
 func Prefetch(s []float32) {
-	if Enabled && len(s) > 0 {
+	if useAsm && len(s) > 0 {
 		prefetch(&s[0], 4*len(s))
 	}
 }

@@ -16,11 +16,12 @@ import (
 // outside the contract's elements, or a read that reaches the sentinels
 // (NaN), shows up.
 
-// modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool { return testutil.Modes(Enabled) }
+// modes returns the kernel modes to test: Go loops, and the assembly
+// kernels if the CPU has them, or their Go twins where they are built.
+func modes() []bool { return testutil.Modes(useAsm || twinsBuild) }
 
-// withMode runs fn with Enabled set to asm.
-func withMode(asm bool, fn func()) { testutil.WithFlag(&Enabled, asm, fn) }
+// withMode runs fn with useAsm set to asm.
+func withMode(asm bool, fn func()) { testutil.WithFlag(&useAsm, asm, fn) }
 
 const guard = 64 // sentinel elements on each side of an operand
 
@@ -368,7 +369,7 @@ func TestAddF64(t *testing.T) {
 // by c−8 with one block stores, on the channels it shares with the main
 // call, exactly the main call's values.
 func TestTailOverlap(t *testing.T) {
-	if !Enabled {
+	if !useAsm {
 		t.Skip("no assembly kernels on this CPU or build: the Go loops have no blocks")
 	}
 	r := rand.New(rand.NewSource(7))

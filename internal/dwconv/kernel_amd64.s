@@ -1,4 +1,4 @@
-//go:build amd64 && !noasm
+//go:build !noasm && !gccgo && !safe
 
 #include "textflag.h"
 

@@ -1,7 +1,7 @@
 package dwconv
 
 // Portable Go loops with the contracts of the exported functions (bounds
-// already checked). They run when Enabled is false and are the reference
+// already checked). They run when useAsm is false and are the reference
 // of the assembly kernels' tests.
 
 func fwd3x3Go(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int) {

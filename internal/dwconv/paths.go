@@ -1,0 +1,629 @@
+package dwconv
+
+import "github.com/tapegrad/tapegrad/internal/parallel"
+
+// The float32 paths of the assembly kernels: multiplier 1, 3x3 filters,
+// unit column dilation, column stride 1 or 2, at least 8 channels; any
+// row stride, row dilation and padding.
+//
+// The kernels take three input rows and a [3][3][c] filter. A filter row
+// whose input row falls into the padding reads a zeroed row with zeroed
+// taps instead (0·0 adds nothing, whatever the filter holds), so every
+// output row of the interior columns is one kernel call; the filters
+// with zeroed rows are prepared once per call, one per pattern of valid
+// rows. Border columns take only their valid taps (DotTaps, AxpyTaps).
+// Channels past the last block of 8 are covered by a second call on
+// slices shifted by c−8 (see the package comment).
+
+// asmFits reports whether the assembly kernels cover problem g.
+func asmFits(g *Geom) bool {
+	return useAsm && g.M == 1 && g.KH == 3 && g.KW == 3 && g.DW == 1 &&
+		(g.SW == 1 || g.SW == 2) && g.C >= Block
+}
+
+// rowMask returns as bits the filter rows p < 3 whose input row
+// start + p·d lies in [0, size).
+func rowMask(start, d, size int) int {
+	lo, hi := axisRange(start, d, 3, size)
+	return (1<<hi - 1) &^ (1<<lo - 1)
+}
+
+// asmTapsWork returns the scratch asmTaps needs for the row masks in
+// need: taps elements for the filter copies, and rowLen for a zeroed row
+// if some mask leaves a row out (0 otherwise).
+func asmTapsWork(c int, flip bool, need *[8]bool, rowLen int) (taps, zero int) {
+	copies, partial := 0, false
+	for mask, ok := range need {
+		if !ok || mask == 0 {
+			continue
+		}
+		if mask != 7 || flip {
+			copies++
+		}
+		partial = partial || mask != 7
+	}
+	if partial {
+		zero = rowLen
+	}
+	return copies * 9 * c, zero
+}
+
+// asmTaps returns, for each row mask in need, the filter f [3][3][c]
+// with the rows outside the mask zeroed and, with flip, each row's
+// columns reversed (mask 7 without flip is f itself), written into buf
+// (asmTapsWork's taps elements).
+func asmTaps(f []float32, c int, flip bool, need *[8]bool, buf []float32) (taps [8][]float32) {
+	fsz := 9 * c
+	for mask, ok := range need {
+		if !ok || mask == 0 {
+			continue
+		}
+		if mask == 7 && !flip {
+			taps[mask] = f[:fsz]
+			continue
+		}
+		t := buf[:fsz]
+		buf = buf[fsz:]
+		for p := range 3 {
+			for q := range 3 {
+				dst := t[(3*p+q)*c : (3*p+q+1)*c]
+				switch {
+				case mask>>p&1 == 0:
+					clear(dst)
+				case flip:
+					copy(dst, f[(3*p+2-q)*c:(3*p+3-q)*c])
+				default:
+					copy(dst, f[(3*p+q)*c:(3*p+q+1)*c])
+				}
+			}
+		}
+		taps[mask] = t
+	}
+	return taps
+}
+
+// forwardMasks returns the row masks of forward's output rows (and of
+// the filter gradient's).
+func forwardMasks(g *Geom) (need [8]bool) {
+	for i := range g.OH {
+		need[rowMask(i*g.SH-g.PT, g.DH, g.H)] = true
+	}
+	return need
+}
+
+// inputMasks returns the row masks of the input gradient's rows.
+func inputMasks(g *Geom) (need [8]bool) {
+	for y := range g.H {
+		need[inputRowMask(g, y)] = true
+	}
+	return need
+}
+
+// asmBlock returns the rows per block of the assembly paths' loops,
+// which goroutines pull in order from a shared counter (parallel.Blocks:
+// a goroutine that starts late, waking an idle CPU took ~70 µs on the
+// project's VM, a fifth of a W6 op, or runs on a busy CPU takes fewer
+// blocks): about 16 blocks per thread (small enough to balance a late
+// start, large enough that few rows miss their prefetch at a block's
+// start), at least grain.
+func asmBlock(rows, threads, grain int) int {
+	return max(grain, rows/(16*max(1, threads)))
+}
+
+// asmAhead is how many rows ahead the assembly paths prefetch (one row
+// of W5 or W6 takes 1–5 µs, far more than a memory latency; 2 and 3
+// measured no better).
+const asmAhead = 1
+
+// asmNewRows returns the input rows [lo, hi) (within [0, h)) that the
+// output row after the one whose window starts at row y0 reads and that
+// one does not (rows y0+s .. y0+s+2d past y0+2d).
+func asmNewRows(y0, s, d, h int) (lo, hi int) {
+	return max(y0+2*d+1, y0+s, 0), min(h, y0+s+2*d+1)
+}
+
+// asmRows fills rows with the input rows of the filter rows in mask
+// (row p is src[base(p)·rowLen:], at most rowLen long) and zero for the
+// others.
+func asmRows(rows *[3][]float32, mask int, src, zero []float32, rowLen int, base func(p int) int) {
+	for p := range 3 {
+		if mask>>p&1 == 0 {
+			rows[p] = zero
+			continue
+		}
+		y := base(p)
+		rows[p] = src[y*rowLen : (y+1)*rowLen]
+	}
+}
+
+// asmShift returns rows each shifted by off elements.
+func asmShift(rows *[3][]float32, off int) *[3][]float32 {
+	return &[3][]float32{rows[0][off:], rows[1][off:], rows[2][off:]}
+}
+
+// asmHalves runs kern over the interior pixels (or pixel pairs) [0, n)
+// of a row in two halves, the first prefetching pf[0], the second pf[1];
+// rows too short for two blocks of the kernel run in one call, after
+// prefetching both regions at once.
+func asmHalves(n, block int, pf *[2][]float32, kern func(j0, j1 int, pf []float32)) {
+	if n <= 0 {
+		return
+	}
+	if n < 2*block {
+		Prefetch(pf[0])
+		Prefetch(pf[1])
+		kern(0, n, nil)
+		return
+	}
+	kern(0, n/2, pf[0])
+	kern(n/2, n, pf[1])
+}
+
+// asmDot computes pixel o (c channels) as the sum of n products
+// xs[i]·ts[i]; no taps stores zeros.
+func asmDot(o []float32, xs, ts *[9][]float32, n, c int) {
+	if n == 0 {
+		clear(o[:c])
+		return
+	}
+	DotTaps(o, xs[:n], ts[:n], c/Block)
+	if c%Block != 0 {
+		off := c - Block
+		for i := range n {
+			xs[i], ts[i] = xs[i][off:], ts[i][off:]
+		}
+		DotTaps(o[off:], xs[:n], ts[:n], 1)
+	}
+}
+
+// forwardAsm is forwardNHWC for the problems of asmFits.
+// taps and zero are the scratch of forwardAsmWork.
+func forwardAsm(threads int, g *Geom, x, f, out, taps, zero []float32) {
+	need := forwardMasks(g)
+	a := asmJob{g: *g, x: x, f: f, out: out, zero: zero}
+	a.taps = asmTaps(f, g.C, false, &need, taps)
+	a.jlo, a.jhi = interior(g.OW, g.W, 3, g.SW, 1, g.PL)
+	n := g.N * g.OH
+	grain := asmBlock(n, threads, rowGrainFor(g.OW*g.C*9))
+	if serial(threads, n, grain) {
+		a.forwardRows(0, n)
+	} else {
+		parallel.Blocks(threads, n, grain, a.heap().forwardRows)
+	}
+}
+
+// forwardAsmWork returns the scratch forwardAsm needs: filter copies and
+// a zeroed input row.
+func forwardAsmWork(g *Geom) (taps, zero int) {
+	need := forwardMasks(g)
+	return asmTapsWork(g.C, false, &need, g.W*g.C)
+}
+
+// asmJob is the state the assembly paths share across their rows: the
+// geometry, the operands (x the input, or out_backprop for the input
+// gradient; f the filter; out the output, or the input gradient; dy
+// out_backprop for the filter gradient), the
+// filters with zeroed rows per row mask and the zeroed row (asmTaps),
+// the interior columns [jlo, jhi) and, for the input gradient at stride
+// 2, the first interior pair ulo.
+type asmJob struct {
+	g        Geom
+	x, f     []float32
+	out      []float32
+	taps     [8][]float32
+	zero     []float32
+	jlo, jhi int
+	ulo      int
+	// The filter gradient: out_backprop, the chunks' float64 partial
+	// filters and float32 accumulators (pk elements each), rpc output
+	// rows per chunk, nseg interior segments per row.
+	dy            []float32
+	parts         []float64
+	accs          []float32
+	pk, rpc, nseg int
+}
+
+// heap returns a copy of a on the heap, for the loops that run on
+// several goroutines (a itself stays in its caller's frame).
+func (a *asmJob) heap() *asmJob {
+	h := new(asmJob)
+	*h = *a
+	return h
+}
+
+// forwardRows computes forwardAsm's output rows [lo, hi) (row r of image
+// r/oh).
+func (a *asmJob) forwardRows(lo, hi int) {
+	g, x, f, out, zero := &a.g, a.x, a.f, a.out, a.zero
+	taps, jlo, jhi := &a.taps, a.jlo, a.jhi
+	c := g.C
+	rowIn, rowOut := g.W*c, g.OW*c
+	nb, off := c/Block, c-Block
+	tail := c%Block != 0
+	var rows [3][]float32
+	var xs, ts [9][]float32
+	for r := lo; r < hi; r++ {
+		b, i := r/g.OH, r%g.OH
+		orow := out[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.SH - g.PT
+		mask := rowMask(y0, g.DH, g.H)
+		if mask == 0 {
+			clear(orow)
+			continue
+		}
+		asmRows(&rows, mask, x, zero, rowIn, func(p int) int { return b*g.H + y0 + p*g.DH })
+		// The new input rows and the output row of the row asmAhead
+		// rows on, prefetched while this row runs.
+		var pf [2][]float32
+		if d := asmAhead; r+d < hi {
+			if i+d < g.OH {
+				ylo, yhi := asmNewRows(y0+(d-1)*g.SH, g.SH, g.DH, g.H)
+				if ylo < yhi {
+					pf[0] = x[(b*g.H+ylo)*rowIn : (b*g.H+yhi)*rowIn]
+				}
+			}
+			pf[1] = out[(r+d)*rowOut : (r+d+1)*rowOut]
+		}
+		asmHalves(jhi-jlo, 6/g.SW, &pf, func(j0, j1 int, pf []float32) {
+			win := asmShift(&rows, ((jlo+j0)*g.SW-g.PL)*c)
+			o := orow[(jlo+j0)*c:]
+			Fwd3x3(o, win, taps[mask], j1-j0, nb, c, g.SW, pf)
+			if tail {
+				Fwd3x3(o[off:], asmShift(win, off), taps[mask][off:], j1-j0, 1, c, g.SW, nil)
+			}
+		})
+		for j := 0; j < g.OW; j++ {
+			if j == jlo && jlo < jhi {
+				if j = jhi; j >= g.OW {
+					break
+				}
+			}
+			x0 := j*g.SW - g.PL
+			qlo, qhi := axisRange(x0, 1, 3, g.W)
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := qlo; q < qhi; q++ {
+					xs[n], ts[n] = rows[p][(x0+q)*c:], f[(3*p+q)*c:]
+					n++
+				}
+			}
+			asmDot(orow[j*c:], &xs, &ts, n, c)
+		}
+	}
+}
+
+// backpropInputAsm is backpropInputNHWC for the problems of
+// asmFits. Input-gradient row y gathers the out_backprop rows
+// i = (y + pt − p·dh)/sh of the filter rows p where that division is
+// exact and i is in range. Along a row, stride 1 is the forward kernel
+// with each filter row reversed; stride 2 computes pixel pairs
+// (BwdInput3x3S2). taps and zero are the scratch of backpropInputAsmWork.
+func backpropInputAsm(threads int, g *Geom, f, dy, dx, taps, zero []float32) {
+	need := inputMasks(g)
+	a := asmJob{g: *g, x: dy, f: f, out: dx, zero: zero}
+	a.taps = asmTaps(f, g.C, g.SW == 1, &need, taps)
+	// Interior input pixels [xlo, xhi): every tap's out_backprop pixel
+	// exists. Stride 1: x + pl − 2 ≥ 0 and x + pl < ow. Stride 2: pairs
+	// t = x + pl = 2u, 2u+1 with 1 ≤ u < ow, 2u − pl ≥ 0, 2u + 1 − pl < w.
+	if g.SW == 1 {
+		a.jlo = min(g.W, max(0, 2-g.PL))
+		a.jhi = max(a.jlo, min(g.W, g.OW-g.PL))
+	} else {
+		a.ulo = max(1, (g.PL+1)/2)
+		uhi := a.ulo
+		if last := g.W - 2 + g.PL; last >= 0 {
+			uhi = max(a.ulo, min(g.OW, last/2+1))
+		}
+		a.jlo, a.jhi = 2*a.ulo-g.PL, 2*uhi-g.PL
+		if a.ulo >= uhi {
+			a.jlo, a.jhi = 0, 0
+		}
+	}
+	n := g.N * g.H
+	grain := asmBlock(n, threads, rowGrainFor(g.W*g.C*9/g.SH/g.SW))
+	if serial(threads, n, grain) {
+		a.inputRows(0, n)
+	} else {
+		parallel.Blocks(threads, n, grain, a.heap().inputRows)
+	}
+}
+
+// backpropInputAsmWork returns the scratch backpropInputAsm needs: filter
+// copies (reversed at stride 1) and a zeroed out_backprop row.
+func backpropInputAsmWork(g *Geom) (taps, zero int) {
+	need := inputMasks(g)
+	return asmTapsWork(g.C, g.SW == 1, &need, g.OW*g.C)
+}
+
+// inputRowMask returns as bits the filter rows p < 3 whose out_backprop
+// row (y + pt − p·dh)/sh exists for input-gradient row y.
+func inputRowMask(g *Geom, y int) int {
+	mask := 0
+	for p := range 3 {
+		t := y + g.PT - p*g.DH
+		if t >= 0 && t%g.SH == 0 && t/g.SH < g.OH {
+			mask |= 1 << p
+		}
+	}
+	return mask
+}
+
+// inputRows computes backpropInputAsm's input-gradient rows [lo, hi)
+// (row r of image r/h); a.x is out_backprop, a.out the input gradient and
+// [a.jlo, a.jhi) the interior input pixels.
+func (a *asmJob) inputRows(lo, hi int) {
+	g, dy, f, dx, zero := &a.g, a.x, a.f, a.out, a.zero
+	taps, xlo, xhi, ulo := &a.taps, a.jlo, a.jhi, a.ulo
+	c := g.C
+	rowIn, rowOut := g.W*c, g.OW*c
+	nb, off := c/Block, c-Block
+	tail := c%Block != 0
+	var rows [3][]float32
+	var xs, ts [9][]float32
+	for r := lo; r < hi; r++ {
+		b, y := r/g.H, r%g.H
+		dxrow := dx[r*rowIn : (r+1)*rowIn]
+		mask := inputRowMask(g, y)
+		if mask == 0 {
+			clear(dxrow)
+			continue
+		}
+		asmRows(&rows, mask, dy, zero, rowOut, func(p int) int { return b*g.OH + (y+g.PT-p*g.DH)/g.SH })
+		// The new out_backprop row (filter row 0) and the input-gradient
+		// row of the row asmAhead rows on, prefetched while this row
+		// runs.
+		var pf [2][]float32
+		if d := asmAhead; r+d < hi {
+			if t := y + d + g.PT; y+d < g.H && t%g.SH == 0 && t/g.SH < g.OH {
+				i := b*g.OH + t/g.SH
+				pf[0] = dy[i*rowOut : (i+1)*rowOut]
+			}
+			pf[1] = dx[(r+d)*rowIn : (r+d+1)*rowIn]
+		}
+		if g.SW == 1 {
+			asmHalves(xhi-xlo, 6, &pf, func(j0, j1 int, pf []float32) {
+				win := asmShift(&rows, (xlo+j0+g.PL-2)*c)
+				o := dxrow[(xlo+j0)*c:]
+				Fwd3x3(o, win, taps[mask], j1-j0, nb, c, 1, pf)
+				if tail {
+					Fwd3x3(o[off:], asmShift(win, off), taps[mask][off:], j1-j0, 1, c, 1, nil)
+				}
+			})
+		} else {
+			asmHalves((xhi-xlo)/2, 4, &pf, func(m0, m1 int, pf []float32) {
+				win := asmShift(&rows, (ulo-1+m0)*c)
+				o := dxrow[(xlo+2*m0)*c:]
+				BwdInput3x3S2(o, win, taps[mask], m1-m0, nb, c, pf)
+				if tail {
+					BwdInput3x3S2(o[off:], asmShift(win, off), taps[mask][off:], m1-m0, 1, c, nil)
+				}
+			})
+		}
+		for xc := 0; xc < g.W; xc++ {
+			if xc == xlo && xlo < xhi {
+				if xc = xhi; xc >= g.W {
+					break
+				}
+			}
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := range 3 {
+					t := xc + g.PL - q
+					if t < 0 || t%g.SW != 0 || t/g.SW >= g.OW {
+						continue
+					}
+					xs[n], ts[n] = rows[p][t/g.SW*c:], f[(3*p+q)*c:]
+					n++
+				}
+			}
+			asmDot(dxrow[xc*c:], &xs, &ts, n, c)
+		}
+	}
+}
+
+// asmFilterSpan bounds the input and out_backprop bytes one Filter3x3
+// call spans: its channel blocks sweep them in turn, so they should stay
+// in the L1 cache (the prefetches go to L2). On W5, 8–16 KiB (segments of
+// 4–8 pixels) ran ~1.5× faster than 32–96 KiB; W6 (4 channel blocks) is
+// less sensitive.
+const asmFilterSpan = 16 << 10
+
+// backpropFilterAsm is backpropFilterNHWC for the problems of
+// asmFits, with the same fixed chunks of output rows. A chunk sums each
+// row (all filter rows at once) in float32 into packed accumulators
+// [block][9][8] (one block more for a channel tail), adds them to its
+// float64 partial, and the partials are added in chunk order, so results
+// do not depend on the thread count. parts (zeroed), accs and zero (a
+// zeroed input row) are the scratch of backpropFilterAsmWork.
+func backpropFilterAsm(threads int, g *Geom, x, dy, df []float32, parts []float64, accs, zero []float32) {
+	c := g.C
+	pk, rpc, nch := asmFilterChunks(g)
+	parts, accs = parts[:nch*pk], accs[:nch*pk]
+	a := asmJob{g: *g, x: x, dy: dy, zero: zero, parts: parts, accs: accs, pk: pk, rpc: rpc}
+	a.jlo, a.jhi = interior(g.OW, g.W, 3, g.SW, 1, g.PL)
+	// Interior segments: at least two (half of them prefetch one of the
+	// next row's two new regions, half the other), balanced.
+	if n := a.jhi - a.jlo; n > 0 {
+		seg := max(2, asmFilterSpan/(4*c*(3*g.SW+1)))
+		a.nseg = max(min(2, n/2), (n+seg-1)/seg)
+	}
+	if serial(threads, nch, 1) {
+		a.filterChunks(0, nch)
+	} else {
+		parallel.Blocks(threads, nch, 1, a.heap().filterChunks)
+	}
+	sum := parts[:pk]
+	for ci := 1; ci < nch; ci++ {
+		part := parts[ci*pk : (ci+1)*pk]
+		for k, v := range part {
+			sum[k] += v
+		}
+	}
+	nb, off := c/Block, c-Block
+	for k := range 9 {
+		dk := df[k*c : (k+1)*c]
+		for blk := range nb {
+			for l := range Block {
+				dk[blk*Block+l] = float32(sum[72*blk+8*k+l])
+			}
+		}
+		for ch := nb * Block; ch < c; ch++ {
+			dk[ch] = float32(sum[72*nb+8*k+ch-off])
+		}
+	}
+}
+
+// asmFilterChunks returns the sizes of backpropFilterAsm: the packed
+// accumulator size pk of one chunk, the output rows per chunk rpc and the
+// chunk count nch. The chunk bounds depend only on the shapes.
+func asmFilterChunks(g *Geom) (pk, rpc, nch int) {
+	nbt := (g.C + Block - 1) / Block
+	pk = 72 * nbt
+	rows := g.N * g.OH
+	rpc = max(1, filterChunkWork/max(1, g.OW*g.C*9))
+	maxChunks := min(maxFilterChunks, max(1, partialElems/pk))
+	if parallel.Chunks(rows, rpc) > maxChunks {
+		rpc = (rows + maxChunks - 1) / maxChunks
+	}
+	return pk, rpc, parallel.Chunks(rows, rpc)
+}
+
+// backpropFilterAsmWork returns the scratch backpropFilterAsm needs: the
+// chunks' float64 partial filters and float32 accumulators, and a zeroed
+// input row if some output row's window leaves a filter row out.
+func backpropFilterAsmWork(g *Geom) (parts, accs, zero int) {
+	pk, _, nch := asmFilterChunks(g)
+	need := forwardMasks(g)
+	for mask, ok := range need {
+		if ok && mask != 0 && mask != 7 {
+			zero = g.W * g.C
+		}
+	}
+	return nch * pk, nch * pk, zero
+}
+
+// filterChunks sums backpropFilterAsm's chunks [c0, c1) of output rows
+// into their partial filters.
+func (a *asmJob) filterChunks(c0, c1 int) {
+	rows := a.g.N * a.g.OH
+	for ci := c0; ci < c1; ci++ {
+		a.filterChunk(ci, ci*a.rpc, min((ci+1)*a.rpc, rows))
+	}
+}
+
+// filterChunk sums the output rows [lo, hi) of chunk ci into its partial
+// filter parts[ci·pk:(ci+1)·pk], row by row through its packed float32
+// accumulator accs[ci·pk:(ci+1)·pk]; a.x is the input, a.dy out_backprop.
+func (a *asmJob) filterChunk(ci, lo, hi int) {
+	g, x, dy, zero := &a.g, a.x, a.dy, a.zero
+	pk, nseg, jlo, jhi := a.pk, a.nseg, a.jlo, a.jhi
+	parts, accs := a.parts, a.accs
+	c := g.C
+	rowIn, rowOut := g.W*c, g.OW*c
+	nb, off := c/Block, c-Block
+	tail := c%Block != 0
+	nbt := nb
+	if tail {
+		nbt++
+	}
+	rows := g.N * g.OH
+	part := parts[ci*pk : (ci+1)*pk]
+	acc := accs[ci*pk : (ci+1)*pk]
+	var xr [3][]float32
+	var ks [9]int
+	var xs [9][]float32
+	for r := lo; r < hi; r++ {
+		b, i := r/g.OH, r%g.OH
+		dyrow := dy[r*rowOut : (r+1)*rowOut]
+		y0 := i*g.SH - g.PT
+		mask := rowMask(y0, g.DH, g.H)
+		if mask == 0 {
+			continue
+		}
+		asmRows(&xr, mask, x, zero, rowIn, func(p int) int { return b*g.H + y0 + p*g.DH })
+		// The out_backprop and the new input rows of the row asmAhead
+		// rows on, prefetched while this row runs (across chunks too:
+		// chunks run in order on each goroutine).
+		var pf [2][]float32
+		if d := asmAhead; r+d < rows {
+			pf[0] = dy[(r+d)*rowOut : (r+d+1)*rowOut]
+			if i+d < g.OH {
+				ylo, yhi := asmNewRows(y0+(d-1)*g.SH, g.SH, g.DH, g.H)
+				if ylo < yhi {
+					pf[1] = x[(b*g.H+ylo)*rowIn : (b*g.H+yhi)*rowIn]
+				}
+			}
+		}
+		if nseg < 2 {
+			Prefetch(pf[0])
+			Prefetch(pf[1])
+		}
+		clear(acc)
+		for k := range nseg {
+			j0, j1 := jlo+k*(jhi-jlo)/nseg, jlo+(k+1)*(jhi-jlo)/nseg
+			// Segments [0, nseg/2) share the first region, the others the
+			// second (measured: better than an even split of both on W6).
+			var p []float32
+			if h0 := nseg / 2; h0 > 0 {
+				reg, piece, pieces := pf[0], k, h0
+				if k >= h0 {
+					reg, piece, pieces = pf[1], k-h0, nseg-h0
+				}
+				p = reg[piece*len(reg)/pieces : (piece+1)*len(reg)/pieces]
+			}
+			win := asmShift(&xr, (j0*g.SW-g.PL)*c)
+			d := dyrow[j0*c:]
+			Filter3x3(acc, d, win, j1-j0, nb, c, g.SW, p)
+			if tail {
+				Filter3x3(acc[72*nb:], d[off:], asmShift(win, off), j1-j0, 1, c, g.SW, nil)
+			}
+		}
+		for j := 0; j < g.OW; j++ {
+			if j == jlo && jlo < jhi {
+				if j = jhi; j >= g.OW {
+					break
+				}
+			}
+			x0 := j*g.SW - g.PL
+			qlo, qhi := axisRange(x0, 1, 3, g.W)
+			n := 0
+			for p := range 3 {
+				if mask>>p&1 == 0 {
+					continue
+				}
+				for q := qlo; q < qhi; q++ {
+					ks[n], xs[n] = 3*p+q, xr[p][(x0+q)*c:]
+					n++
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			d := dyrow[j*c:]
+			AxpyTaps(acc, ks[:n], xs[:n], d, nb)
+			if tail {
+				for k := range n {
+					xs[k] = xs[k][off:]
+				}
+				AxpyTaps(acc[72*nb:], ks[:n], xs[:n], d[off:], 1)
+			}
+		}
+		if mask != 7 {
+			// The zeroed rows' sums are not part of the gradient.
+			for blk := range nbt {
+				for p := range 3 {
+					if mask>>p&1 == 0 {
+						clear(acc[72*blk+24*p : 72*blk+24*p+24])
+					}
+				}
+			}
+		}
+		AddF64(part, acc)
+	}
+}
