@@ -10,6 +10,10 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpDepthwiseConv2dNativeBackpropFilter is the name of the DepthwiseConv2dNativeBackpropFilter op.
+	OpDepthwiseConv2dNativeBackpropFilter = "DepthwiseConv2dNativeBackpropFilter"
+	// OpDepthwiseConv2dNativeBackpropInput is the name of the DepthwiseConv2dNativeBackpropInput op.
+	OpDepthwiseConv2dNativeBackpropInput = "DepthwiseConv2dNativeBackpropInput"
 	// OpFakeQuantWithMinMaxArgsGradient is the name of the FakeQuantWithMinMaxArgsGradient op.
 	OpFakeQuantWithMinMaxArgsGradient = "FakeQuantWithMinMaxArgsGradient"
 	// OpFakeQuantWithMinMaxVarsGradient is the name of the FakeQuantWithMinMaxVarsGradient op.
@@ -33,6 +37,18 @@ const (
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
 )
+
+// DepthwiseConv2dNativeBackpropFilter applies DepthwiseConv2dNativeBackpropFilter on e: gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
+// Inputs: input, filter_sizes, out_backprop. Output: output.
+func DepthwiseConv2dNativeBackpropFilter(e registry.Emitter, attrs registry.Attrs[forward.DepthwiseConv2dAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
+}
+
+// DepthwiseConv2dNativeBackpropInput applies DepthwiseConv2dNativeBackpropInput on e: gradient of DepthwiseConv2dNative with respect to its input: input_sizes (int32/int64, 4 values), filter, out_backprop.
+// Inputs: input_sizes, filter, out_backprop. Output: output.
+func DepthwiseConv2dNativeBackpropInput(e registry.Emitter, attrs registry.Attrs[forward.DepthwiseConv2dAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
+}
 
 // FakeQuantWithMinMaxArgsGradient applies FakeQuantWithMinMaxArgsGradient on e: backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs).
 // Inputs: gradients, inputs. Output: backprops.

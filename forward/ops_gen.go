@@ -29,10 +29,6 @@ const (
 	OpConv2DBackpropInput = "Conv2DBackpropInput"
 	// OpDepthwiseConv2dNative is the name of the DepthwiseConv2dNative op.
 	OpDepthwiseConv2dNative = "DepthwiseConv2dNative"
-	// OpDepthwiseConv2dNativeBackpropFilter is the name of the DepthwiseConv2dNativeBackpropFilter op.
-	OpDepthwiseConv2dNativeBackpropFilter = "DepthwiseConv2dNativeBackpropFilter"
-	// OpDepthwiseConv2dNativeBackpropInput is the name of the DepthwiseConv2dNativeBackpropInput op.
-	OpDepthwiseConv2dNativeBackpropInput = "DepthwiseConv2dNativeBackpropInput"
 	// OpExp is the name of the Exp op.
 	OpExp = "Exp"
 	// OpFakeQuantWithMinMaxArgs is the name of the FakeQuantWithMinMaxArgs op.
@@ -179,18 +175,6 @@ func Conv2DBackpropInput(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], 
 // Inputs: input, filter. Output: output.
 func DepthwiseConv2dNative(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filter registry.Value) registry.Value {
 	return registry.Apply1(e, OpDepthwiseConv2dNative, attrs.Boxed(), input, filter)
-}
-
-// DepthwiseConv2dNativeBackpropFilter applies DepthwiseConv2dNativeBackpropFilter on e: gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
-// Inputs: input, filter_sizes, out_backprop. Output: output.
-func DepthwiseConv2dNativeBackpropFilter(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
-}
-
-// DepthwiseConv2dNativeBackpropInput applies DepthwiseConv2dNativeBackpropInput on e: gradient of DepthwiseConv2dNative with respect to its input: input_sizes (int32/int64, 4 values), filter, out_backprop.
-// Inputs: input_sizes, filter, out_backprop. Output: output.
-func DepthwiseConv2dNativeBackpropInput(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
 }
 
 // Exp applies Exp on e: y = exp(x).
