@@ -11,7 +11,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // allocCase is one op application whose steady-state allocations are
@@ -66,7 +65,6 @@ func allocCases(t *testing.T) []allocCase {
 		}
 		return d
 	}
-	i64 := func(v ...int64) *tensor.Dense { return testutil.Int64s(t, v...) }
 	no := false
 	nchw := "NCHW"
 	bn := func(format string, training bool) FusedBatchNormAttrs {
