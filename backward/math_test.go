@@ -15,6 +15,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 var mathOps = []string{
@@ -215,7 +216,7 @@ func TestL2LossGradValues(t *testing.T) {
 // (float32 tolerances): the gradient path runs the float32 grad kernels.
 func TestMathGradFloat32(t *testing.T) {
 	for _, name := range []string{"Mul", "RealDiv", "Sqrt", "Rsqrt", "Sigmoid", "Tanh", "Exp", "Log", "Relu"} {
-		def := testutil.GradOp(t, name)
+		def := registrytest.GradOp(t, name)
 		ss, err := gradcheck.OpSamples(def, 1, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +316,7 @@ func TestGradOps(t *testing.T) {
 				for i := range want {
 					want[i] = ref(ra[i], rb[i])
 				}
-				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, a), testutil.Dense(t, dt, s, b))[0]
+				out := registrytest.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, a), testutil.Dense(t, dt, s, b))[0]
 				tol := 1e-15
 				if dt == tensor.Float32 {
 					tol = 1e-6
@@ -342,7 +343,7 @@ func TestGradOpsSpecialValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.a)}, c.a), testutil.Dense(t, dt, []int{len(c.b)}, c.b))[0]
+			out := registrytest.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.a)}, c.a), testutil.Dense(t, dt, []int{len(c.b)}, c.b))[0]
 			gkClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), c.want, 1e-7)
 		}
 	}
@@ -355,10 +356,10 @@ func TestGradOpsErrors(t *testing.T) {
 	}
 	f32, _ := tensorx.Zeros(tensor.Float32, []int{3})
 	for name := range gkGradRef {
-		if _, err := testutil.Run(t, name, nil, 1, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
+		if _, err := registrytest.Run(t, name, nil, 1, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s shapes [3], [1]: err = %v", name, err)
 		}
-		if _, err := testutil.Run(t, name, nil, 1, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
+		if _, err := registrytest.Run(t, name, nil, 1, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s dtype mismatch: err = %v", name, err)
 		}
 	}
@@ -381,7 +382,7 @@ func TestGradKernelSamples(t *testing.T) {
 			t.Errorf("%s: only %d samples", name, len(ss))
 		}
 		for _, s := range ss {
-			out, err := testutil.Run(t, name, s.Attrs, 1, s.Inputs...)
+			out, err := registrytest.Run(t, name, s.Attrs, 1, s.Inputs...)
 			if err != nil {
 				t.Errorf("%s sample %s: %v", name, s.Name, err)
 				continue

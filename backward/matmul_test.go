@@ -8,6 +8,7 @@ import (
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // biasGradNaive sums g over every dimension but cd, in float64.
@@ -42,10 +43,10 @@ func TestBiasAddGrad(t *testing.T) {
 			at := forward.BiasAddAttrs{DataFormat: format}
 			name := fmt.Sprintf("BiasAddGrad %v %q", s, format)
 			for _, threads := range []int{1, 3} {
-				g := testutil.MustRun(t, "BiasAddGrad", at, threads, x)[0]
+				g := registrytest.MustRun(t, "BiasAddGrad", at, threads, x)[0]
 				testutil.ShapeIs(t, "BiasAddGrad", g, []int{s[cd]}...)
 				testutil.Close(t, name, g.Float64s(), wantG, testutil.Tol{Abs: 1e-12, Rel: 1e-12, NaN: true})
-				g = testutil.MustRun(t, "BiasAddGrad", at, threads, testutil.To32(t, x))[0]
+				g = registrytest.MustRun(t, "BiasAddGrad", at, threads, testutil.To32(t, x))[0]
 				testutil.Close(t, name+" float32", testutil.Float64s(t, g), wantG, testutil.Tol{Abs: 1e-5, Rel: 1e-5, NaN: true})
 			}
 		}
@@ -60,7 +61,7 @@ func TestBiasAddGradAccuracy(t *testing.T) {
 	for i := 2; i < len(v); i++ {
 		v[i] = 1
 	}
-	g := testutil.MustRun(t, "BiasAddGrad", nil, 2, testutil.New(t, []int{rows, 2}, v))[0]
+	g := registrytest.MustRun(t, "BiasAddGrad", nil, 2, testutil.New(t, []int{rows, 2}, v))[0]
 	want := float32(1<<24 + rows - 1)
 	if got := g.Float32s(); got[0] != want || got[1] != want {
 		t.Fatalf("BiasAddGrad float32 = %v, want %v", got, want)
@@ -70,9 +71,9 @@ func TestBiasAddGradAccuracy(t *testing.T) {
 func TestBiasAddGradErrors(t *testing.T) {
 	r := rand.New(rand.NewSource(27))
 	nchw := forward.BiasAddAttrs{DataFormat: "NCHW"}
-	_, err := testutil.Run(t, "BiasAddGrad", nil, 1, testutil.RandDense(t, r, 4))
+	_, err := registrytest.Run(t, "BiasAddGrad", nil, 1, testutil.RandDense(t, r, 4))
 	testutil.WantErr(t, err, registry.ErrShape, "BiasAddGrad", "Input tensor must be at least 2D: [4]")
-	_, err = testutil.Run(t, "BiasAddGrad", nchw, 1, testutil.RandDense(t, r, 4, 2))
+	_, err = registrytest.Run(t, "BiasAddGrad", nchw, 1, testutil.RandDense(t, r, 4, 2))
 	testutil.WantErr(t, err, registry.ErrShape, "BiasAddGrad", "at least rank 3")
 }
 
@@ -90,7 +91,7 @@ func TestBiasAddGradSamples(t *testing.T) {
 		t.Fatalf("BiasAddGrad: only %d samples", len(ss))
 	}
 	for _, s := range ss {
-		if _, err := testutil.Run(t, "BiasAddGrad", s.Attrs, 1, s.Inputs...); err != nil {
+		if _, err := registrytest.Run(t, "BiasAddGrad", s.Attrs, 1, s.Inputs...); err != nil {
 			t.Errorf("BiasAddGrad sample %s: %v", s.Name, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/dwconv"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------
@@ -98,11 +99,11 @@ func TestDepthwiseConv2dAsmPaths(t *testing.T) {
 				for _, threads := range []int{1, 3} {
 					name := fmt.Sprintf("%v/asm=%v/t%d", &gc, asm, threads)
 					res := [3]*tensor.Dense{
-						testutil.MustRun(t, "DepthwiseConv2dNative", attrs, threads,
+						registrytest.MustRun(t, "DepthwiseConv2dNative", attrs, threads,
 							testutil.Dense(t, tensor.Float32, xs, x), testutil.Dense(t, tensor.Float32, fs, f))[0],
-						testutil.MustRun(t, "DepthwiseConv2dNativeBackpropInput", attrs, threads,
+						registrytest.MustRun(t, "DepthwiseConv2dNativeBackpropInput", attrs, threads,
 							testutil.Ints(t, xs...), testutil.Dense(t, tensor.Float32, fs, f), testutil.Dense(t, tensor.Float32, ys, dy))[0],
-						testutil.MustRun(t, "DepthwiseConv2dNativeBackpropFilter", attrs, threads,
+						registrytest.MustRun(t, "DepthwiseConv2dNativeBackpropFilter", attrs, threads,
 							testutil.Dense(t, tensor.Float32, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, tensor.Float32, ys, dy))[0],
 					}
 					for k, op := range []string{"forward", "BackpropInput", "BackpropFilter"} {
@@ -177,11 +178,11 @@ func TestDepthwiseConv2dAsmNonFinite(t *testing.T) {
 				dwUseAsm = asm
 				defer func() { dwUseAsm = old }()
 				res[k] = [3][]float64{
-					testutil.Float64s(t, testutil.MustRun(t, "DepthwiseConv2dNative", attrs, 1,
+					testutil.Float64s(t, registrytest.MustRun(t, "DepthwiseConv2dNative", attrs, 1,
 						testutil.Dense(t, tensor.Float32, xs, x), testutil.Dense(t, tensor.Float32, fs, f))[0]),
-					testutil.Float64s(t, testutil.MustRun(t, "DepthwiseConv2dNativeBackpropInput", attrs, 1,
+					testutil.Float64s(t, registrytest.MustRun(t, "DepthwiseConv2dNativeBackpropInput", attrs, 1,
 						testutil.Ints(t, xs...), testutil.Dense(t, tensor.Float32, fs, f), testutil.Dense(t, tensor.Float32, ys, dy))[0]),
-					testutil.Float64s(t, testutil.MustRun(t, "DepthwiseConv2dNativeBackpropFilter", attrs, 1,
+					testutil.Float64s(t, registrytest.MustRun(t, "DepthwiseConv2dNativeBackpropFilter", attrs, 1,
 						testutil.Dense(t, tensor.Float32, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, tensor.Float32, ys, dy))[0]),
 				}
 			}()

@@ -14,6 +14,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------
@@ -254,7 +255,7 @@ func TestDepthwiseConv2dSamples(t *testing.T) {
 			} else {
 				mults[s.Inputs[1].Shape()[3]] = true
 			}
-			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
+			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
@@ -278,7 +279,7 @@ func TestDepthwiseConv2dMatchesConv2D(t *testing.T) {
 	xs, fs := []int{2, 7, 6, 1}, []int{3, 2, 1, 3}
 	x, f := testutil.Dense(t, tensor.Float64, xs, testutil.Normal(r, testutil.Numel(xs))), testutil.Dense(t, tensor.Float64, fs, testutil.Normal(r, testutil.Numel(fs)))
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 2, 1, 1}, Padding: "SAME", Dilations: []int{1, 1, 2, 1}}
-	got, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
+	got, err := registrytest.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 				default:
 					in = []*tensor.Dense{image(v.x, nil), testutil.Ints(t, v.sizes...), image(v.dy, nil)}
 				}
-				out, err := testutil.Run(t, v.op, c.attrs(), 2, in...)
+				out, err := registrytest.Run(t, v.op, c.attrs(), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -400,7 +401,7 @@ func TestDepthwiseConv2dDilatedVector(t *testing.T) {
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", Dilations: []int{1, 2, 1, 1}}
 	x := testutil.Dense(t, tensor.Float64, []int{1, 4, 4, 1}, testutil.Arange(testutil.Numel([]int{16})))
 	f := testutil.Dense(t, tensor.Float64, []int{2, 2, 1, 1}, testutil.Arange(testutil.Numel([]int{4})))
-	out, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
+	out, err := registrytest.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +568,7 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			_, err := registrytest.Run(t, c.op, c.attrs, 2, c.in(t)...)
 			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
@@ -589,35 +590,35 @@ func TestDepthwiseConv2dEmpty(t *testing.T) {
 	}
 	ex := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "EXPLICIT", ExplicitPaddings: []int{0, 0, 1, 1, 1, 1, 0, 0}}
 	// M = 0: empty output.
-	out, err := testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
+	out, err := registrytest.Run(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
 	check("m0", out, err, []int{1, 2, 2, 0})
 	// Empty batch.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
 	check("n0", out, err, []int{0, 2, 2, 2})
 	// Empty image with padding: zeros.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
 	check("h0-padded", out, err, []int{1, 2, 4, 4})
 	// Empty filter window: empty sums.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
 	check("kh0", out, err, []int{1, 5, 4, 2})
 	// VALID with the input shorter than the filter truncates to an empty axis.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("degenerate", out, err, []int{1, 2, 0, 1})
 	// Backprop input with empty input_sizes returns empty; with an empty
 	// out_backprop (degenerate axis), zeros.
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", v, 1, testutil.Ints(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropInput", v, 1, testutil.Ints(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
 	check("bi-empty", out, err, []int{0, 2, 3, 1})
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropInput", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
 		testutil.Ints(t, 1, 2, 1, 1), f64(1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bi-empty-dy", out, err, []int{1, 2, 1, 1})
 	// Backprop filter with an empty out_backprop: zeros of filter_sizes.
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
 		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), testutil.Ints(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), testutil.Ints(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
 	check("bf-n0", out, err, []int{2, 2, 1, 1})
 	// Backprop filter of an empty filter shape.
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), testutil.Ints(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), testutil.Ints(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
 	check("bf-m0", out, err, []int{2, 2, 2, 0})
 }
 
@@ -664,7 +665,7 @@ func TestDepthwiseConv2dNoPanics(t *testing.T) {
 		default:
 			in = []*tensor.Dense{testutil.Dense(t, tensor.Float64, xs, make([]float64, testutil.Numel(xs))), testutil.Ints(t, fs...), testutil.Dense(t, tensor.Float64, ys, make([]float64, testutil.Numel(ys)))}
 		}
-		out, err := testutil.Run(t, op, a, 2, in...)
+		out, err := registrytest.Run(t, op, a, 2, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("%s %+v x%v f%v y%v: %v", op, a, xs, fs, ys, err)
 		}

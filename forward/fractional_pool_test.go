@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------
@@ -254,7 +255,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	for _, op := range []string{fpAvgName, fpMaxName} {
 		var first []*tensor.Dense
 		for i, threads := range []int{1, 4, 1} {
-			out := testutil.MustRunKC(t, testutil.SeededKC(threads, int64(i)), op, a, x)
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, int64(i)), op, a, x)
 			if fmt.Sprint(out[1].Int64s()) != fmt.Sprint(wantRows) || fmt.Sprint(out[2].Int64s()) != fmt.Sprint(wantCols) {
 				t.Fatalf("%s: sequences %v %v, want %v %v", op, out[1].Int64s(), out[2].Int64s(), wantRows, wantCols)
 			}
@@ -271,7 +272,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	seqs := map[string]bool{}
 	var ref string
 	for s := int64(0); s < 8; s++ {
-		out := testutil.MustRunKC(t, testutil.SeededKC(2, s), fpAvgName, a, x)
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(2, s), fpAvgName, a, x)
 		key := fmt.Sprint(out[1].Int64s(), out[2].Int64s())
 		seqs[key] = true
 		if s == 3 {
@@ -281,16 +282,16 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	if len(seqs) < 4 {
 		t.Fatalf("only %d distinct sequence pairs from 8 source seeds", len(seqs))
 	}
-	if out := testutil.MustRunKC(t, testutil.SeededKC(1, 3), fpAvgName, a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
+	if out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 3), fpAvgName, a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
 		t.Fatal("the same source seed gave different sequences")
 	}
 	// The draws use the source: two calls on one context differ.
-	kc := testutil.SeededKC(1, 5)
-	o1 := testutil.MustRunKC(t, kc, fpAvgName, a, x)
+	kc := registrytest.SeededKC(1, 5)
+	o1 := registrytest.MustRunKC(t, kc, fpAvgName, a, x)
 	k1 := fmt.Sprint(o1[1].Int64s(), o1[2].Int64s())
 	differ := false
 	for i := 0; i < 5 && !differ; i++ {
-		o := testutil.MustRunKC(t, kc, fpAvgName, a, x)
+		o := registrytest.MustRunKC(t, kc, fpAvgName, a, x)
 		differ = fmt.Sprint(o[1].Int64s(), o[2].Int64s()) != k1
 	}
 	if !differ {
@@ -299,7 +300,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	// Deterministic with zero seeds also draws from the source (no kernel
 	// instances to cache them in); a nil source is allowed.
 	a.Deterministic = true
-	if _, err := testutil.RunKC(t, nil, fpAvgName, a, x); err != nil {
+	if _, err := registrytest.RunKC(t, nil, fpAvgName, a, x); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -323,11 +324,11 @@ func TestFractionalAvgPoolSpecExample(t *testing.T) {
 		{[]int64{0, 2, 5}, true, []float64{41.0 / 3, 26.0 / 3}},
 		{[]int64{0, 2, 5}, false, []float64{12.5, 26.0 / 3}},
 	} {
-		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
 		testutil.Near(t, fmt.Sprintf("cols %v overlapping %v", c.cols, c.overlapping), out[0].Float64s(), c.want, 1e-15)
 	}
 	// FAP6: the example through the gradient op.
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 5, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 5, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
 	testutil.Near(t, "FAP6", out[0].Float64s(), []float64{1, 1, 2, 1, 1}, 1e-15)
 }
 
@@ -337,21 +338,21 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 	for _, pseudo := range []bool{false, true} {
 		for _, seed := range []int64{1, 77} {
 			a := FractionalPoolAttrs{PoolingRatio: []float32{1, 2, 2, 1}, PseudoRandom: pseudo, Deterministic: true, Seed: seed, Seed2: 1}
-			out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP2
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, x) // FAP2
 			testutil.Near(t, "FAP2", testutil.Float64s(t, out[0]), []float64{3.5, 5.5, 11.5, 13.5}, 0)
 			if fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != "[0 2 4] [0 2 4]" {
 				t.Fatalf("FAP2 sequences %v %v", out[1].Int64s(), out[2].Int64s())
 			}
 			a.Overlapping = true
-			out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP3
+			out = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, x) // FAP3
 			testutil.Near(t, "FAP3", testutil.Float64s(t, out[0]), []float64{6, 7.5, 12, 13.5}, 0)
 		}
 	}
 	// FAP4.
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 4, 4, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 4, 4, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
 	testutil.Near(t, "FAP4", out[0].Float64s(), []float64{.25, .25, .5, .5, .25, .25, .5, .5, .75, .75, 1, 1, .75, .75, 1, 1}, 1e-15)
 	// FAP5.
-	out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 5, 5, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
+	out = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 5, 5, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
 	third := 1.0 / 3
 	testutil.Near(t, "FAP5", out[0].Float64s(), []float64{
 		third, third, 1, 2 * third, 2 * third,
@@ -370,7 +371,7 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 		}
 		a := FractionalPoolAttrs{PoolingRatio: []float32{1, float32(math.Sqrt(3)), float32(math.Sqrt(2)), 1},
 			PseudoRandom: true, Overlapping: true, Deterministic: true, Seed: 5}
-		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, xi)
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, xi)
 		if out[0].Dtype() != dt || fmt.Sprint(out[0].Shape()) != "(1, 3, 4, 1)" ||
 			fmt.Sprint(out[1].Shape()) != "(4)" || fmt.Sprint(out[2].Shape()) != "(5)" {
 			t.Fatalf("FAP7 %v: shapes %v %v %v", dt, out[0].Shape(), out[1].Shape(), out[2].Shape())
@@ -426,7 +427,7 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 		}
 		name := fmt.Sprintf("%v/%v/pseudo=%v/ov=%v", c.shape, c.attrs.PoolingRatio, c.attrs.PseudoRandom, c.attrs.Overlapping)
 		for _, threads := range []int{1, 3} {
-			out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
 			rows, cols := out[1].Int64s(), out[2].Int64s()
 			if err := fpSeqProps(rows, h, fpOutputSize(h, c.attrs.PoolingRatio[1])); err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -436,16 +437,16 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 			}
 			fpCheckAvg(t, name+"/f64", out[0].Float64s(), fpRefAvg(xv, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			x32 := testutil.Convert[float32](xv)
-			o32 := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
+			o32 := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
 			fpCheckAvg(t, name+"/f32", o32[0].Float32s(), fpRefAvg(x32, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xi := testutil.Convert[int32](xv)
-			oi := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
+			oi := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
 			fpCheckAvg(t, name+"/i32", oi[0].Int32s(), fpRefAvg(xi, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xl := testutil.Convert[int64](xv)
-			ol := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
+			ol := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
 			fpCheckAvg(t, name+"/i64", ol[0].Int64s(), fpRefAvg(xl, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			// Same input through the sequences op.
-			os := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), out[1], out[2])
+			os := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), out[1], out[2])
 			fpCheckAvg(t, name+"/seq-f32", os[0].Float32s(), o32[0].Float32s())
 		}
 	}
@@ -465,7 +466,7 @@ func fpCheckAvg[T fpNum](t *testing.T, name string, got, want []T) {
 // toward zero, negative sums included.
 func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
 	x := testutil.New(t, []int{1, 1, 6, 1}, []int32{-3, -4, 5, 2, 7, -1})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
 	// (-7)/2 = -3, 7/2 = 3, 6/2 = 3.
 	if fmt.Sprint(out[0].Int32s()) != "[-3 3 3]" {
 		t.Fatalf("int32 averages %v, want [-3 3 3]", out[0].Int32s())
@@ -478,16 +479,16 @@ func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
 func TestFractionalAvgPoolSignedZero(t *testing.T) {
 	nz := math.Copysign(0, -1)
 	x := testutil.New(t, []int{1, 1, 4, 1}, []float64{nz, nz, nz, 1})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := out[0].Float64s(); math.Signbit(v[0]) || math.Signbit(v[1]) {
 		t.Fatalf("forward of −0 cells: %v", v)
 	}
-	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := g[0].Float32s(); math.Signbit(float64(v[0])) || math.Signbit(float64(v[2])) || v[3] != 2 {
 		t.Fatalf("gradient of −0: %v", v)
 	}
 	// Overlapping: single and multiple contributions.
-	g = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	g = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	for i, v := range g[0].Float64s() {
 		if v != 0 || math.Signbit(v) {
 			t.Fatalf("overlapping gradient of −0: element %d = %v", i, v)
@@ -533,17 +534,17 @@ func TestFractionalAvgPoolGrad(t *testing.T) {
 			a := FractionalPoolGradAttrs{Overlapping: ov}
 			for _, threads := range []int{1, 3} {
 				dyShape := []int{n, oh, ow, ch}
-				kc := func() *registry.KernelCtx { return testutil.SeededKC(threads, 1) }
-				o := testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				kc := func() *registry.KernelCtx { return registrytest.SeededKC(threads, 1) }
+				o := registrytest.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f64", o[0].Float64s(), fpRefAvgGrad(dv, n, h, w, ch, rs, cs, ov))
 				d32 := testutil.Convert[float32](dv)
-				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f32", o[0].Float32s(), fpRefAvgGrad(d32, n, h, w, ch, rs, cs, ov))
 				di := testutil.Convert[int32](dv)
-				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i32", o[0].Int32s(), fpRefAvgGrad(di, n, h, w, ch, rs, cs, ov))
 				dl := testutil.Convert[int64](dv)
-				o = testutil.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), fpAvgGradName, a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i64", o[0].Int64s(), fpRefAvgGrad(dl, n, h, w, ch, rs, cs, ov))
 			}
 		}
@@ -560,8 +561,8 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 		ov := i%2 == 1
 		x := randDense(r, n, h, w, c)
 		y := randDense(r, n, len(rows)-1, len(cols)-1, c)
-		px := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
-		gy := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
+		px := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		gy := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
 		l, rr := 0.0, 0.0
 		for k, v := range px.Float64s() {
 			l += v * y.Float64s()[k]
@@ -583,12 +584,12 @@ func TestFractionalAvgPoolGradSmallerBatch(t *testing.T) {
 	rows, cols := []int64{0, 2, 5}, []int64{0, 3, 4}
 	dy := randDense(r, 1, 2, 2, 3)
 	for _, ov := range []bool{false, true} {
-		o := testutil.MustRunKC(t, testutil.SeededKC(2, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
+		o := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
 		want := fpRefAvgGrad(dy.Float64s(), 1, 5, 4, 3, rows, cols, ov)
 		want = append(want, make([]float64, 2*5*4*3)...)
 		fpCheckAvg(t, fmt.Sprintf("ov=%v", ov), o, want)
 		x := randDense(r, 3, 5, 4, 3)
-		p := testutil.MustRunKC(t, testutil.SeededKC(2, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		p := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), fpAvgSeqName, FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		if fmt.Sprint(p.Shape()) != "(1, 2, 2, 3)" {
 			t.Fatalf("output_batch 1: shape %v", p.Shape())
 		}
@@ -624,7 +625,7 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 	t.Helper()
 	n, h, w, c := shape[0], shape[1], shape[2], shape[3]
 	x := testutil.New(t, shape, xv)
-	out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxName, a, x)
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpMaxName, a, x)
 	y, rows, cols := out[0], out[1], out[2]
 	rs, cs := rows.Int64s(), cols.Int64s()
 	am := fpRefArgmax(xv, n, h, w, c, rs, cs, a.Overlapping)
@@ -642,7 +643,7 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 	for i, p := range am { // scatter in output order, in T
 		want[p] += dyv[i]
 	}
-	g := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxGradName, ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpMaxGradName, ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
 	fpCheckAvg(t, name+"/grad", tensorx.MustSlice[T](g[0]), want)
 	gv := make([]T, len(xv))
 	for i := range gv {
@@ -652,7 +653,7 @@ func fpMaxCheck[T fpNum](t *testing.T, name string, threads int, a FractionalPoo
 	for i, p := range am {
 		wantGG[i] = gv[p]
 	}
-	gg := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxGradGradName, ga, x, y, testutil.New(t, shape, gv), rows, cols)
+	gg := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpMaxGradGradName, ga, x, y, testutil.New(t, shape, gv), rows, cols)
 	fpCheckAvg(t, name+"/gradgrad", tensorx.MustSlice[T](gg[0]), wantGG)
 }
 
@@ -663,29 +664,29 @@ func TestFractionalMaxPoolTies(t *testing.T) {
 	// One 2x2 cell with maxima at (0,1) and (1,0): (0,1) comes first.
 	x := testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
 	y := testutil.New(t, []int{1, 1, 1, 1}, []float64{5})
-	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, x, y, testutil.New(t, []int{1, 1, 1, 1}, []float64{3}), fpInt64s(0, 2), fpInt64s(0, 2))
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, x, y, testutil.New(t, []int{1, 1, 1, 1}, []float64{3}), fpInt64s(0, 2), fpInt64s(0, 2))
 	if fmt.Sprint(g[0].Float64s()) != "[0 3 0 0]" {
 		t.Fatalf("tie gradient %v, want [0 3 0 0]", g[0].Float64s())
 	}
 	// Overlapping cells sharing a maximum add both gradients there.
 	x = testutil.New(t, []int{1, 1, 5, 1}, []float64{1, 2, 9, 3, 4})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{Overlapping: true}, x, testutil.New(t, []int{1, 1, 2, 1}, []float64{9, 9}), testutil.New(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{Overlapping: true}, x, testutil.New(t, []int{1, 1, 2, 1}, []float64{9, 9}), testutil.New(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
 	if fmt.Sprint(out[0].Float64s()) != "[0 0 11 0 0]" {
 		t.Fatalf("shared maximum gradient %v, want [0 0 11 0 0]", out[0].Float64s())
 	}
 	// NaN: a NaN first element is the maximum; a later NaN is skipped.
 	nan := math.NaN()
 	x = testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	p := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	p := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgSeqName, FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	if v := p[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 0.5*(1+nan) && !math.IsNaN(v[1]) {
 		t.Fatalf("average with NaN: %v", v)
 	}
 	xm := testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	ym := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
+	ym := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
 	if v := ym[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 1 {
 		t.Fatalf("max with NaN: %v, want [NaN 1]", v)
 	}
-	gm := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, xm, ym[0], testutil.New(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
+	gm := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpMaxGradName, FractionalPoolGradAttrs{}, xm, ym[0], testutil.New(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
 	if fmt.Sprint(gm[0].Float64s()) != "[2 0 3 0]" {
 		t.Fatalf("max gradient with NaN: %v, want [2 0 3 0]", gm[0].Float64s())
 	}
@@ -806,7 +807,7 @@ func fpErrCases(t *testing.T) []fpErrCase {
 func TestFractionalPoolErrors(t *testing.T) {
 	for _, c := range fpErrCases(t) {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.RunKC(t, testutil.SeededKC(2, 1), c.op, c.attr, c.in...)
+			_, err := registrytest.RunKC(t, registrytest.SeededKC(2, 1), c.op, c.attr, c.in...)
 			testutil.WantErr(t, err, c.kind, c.op, c.msg)
 		})
 	}
@@ -973,7 +974,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 			x := f64(shape())
 			in = []*tensor.Dense{x, f64(shape()), f64(shape()), seq(), seq()}
 			if r.Intn(2) == 0 && x.Dims() == 4 { // a consistent orig_output half the time
-				res, err := testutil.RunKC(t, testutil.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
+				res, err := registrytest.RunKC(t, registrytest.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
 				if err == nil {
 					g := in[2]
 					if op == fpMaxGradName {
@@ -985,7 +986,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 				}
 			}
 		}
-		out, err := testutil.RunKC(t, testutil.SeededKC(1+r.Intn(3), int64(i)), op, attrs, in...)
+		out, err := registrytest.RunKC(t, registrytest.SeededKC(1+r.Intn(3), int64(i)), op, attrs, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("case %d %s %+v: internal error %v", i, op, attrs, err)
 		}
@@ -1016,7 +1017,7 @@ func TestFractionalAvgPoolLargeThreads(t *testing.T) {
 	for _, ov := range []bool{false, true} {
 		a := FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, PseudoRandom: true, Overlapping: ov,
 			Deterministic: true, Seed: 7, Seed2: 8}
-		ref := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
+		ref := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
 		rows, cols := ref[1].Int64s(), ref[2].Int64s()
 		oh, ow := len(rows)-1, len(cols)-1
 		dv := make([]float32, n*oh*ow*c)
@@ -1025,10 +1026,10 @@ func TestFractionalAvgPoolLargeThreads(t *testing.T) {
 		}
 		name := fmt.Sprintf("ov=%v", ov)
 		for _, threads := range []int{1, 2, 3} {
-			kc := testutil.SeededKC(threads, 1)
-			out := testutil.MustRunKC(t, kc, fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
+			kc := registrytest.SeededKC(threads, 1)
+			out := registrytest.MustRunKC(t, kc, fpAvgName, a, testutil.New(t, []int{n, h, w, c}, xv))
 			fpCheckAvg(t, name+"/fwd", out[0].Float32s(), fpRefAvg(xv, n, h, w, c, rows, cols, ov))
-			g := testutil.MustRunKC(t, kc, fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov},
+			g := registrytest.MustRunKC(t, kc, fpAvgGradName, FractionalPoolGradAttrs{Overlapping: ov},
 				fpInt64s(n, h, w, c), testutil.New(t, []int{n, oh, ow, c}, dv), ref[1], ref[2])
 			fpCheckAvg(t, name+"/grad", g[0].Float32s(), fpRefAvgGrad(dv, n, h, w, c, rows, cols, ov))
 		}

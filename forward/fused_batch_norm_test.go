@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------------
@@ -224,7 +225,7 @@ func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc b
 	}
 	var first []*tensor.Dense
 	for _, threads := range []int{1, 3} {
-		out, err := testutil.Run(t, op, bnAttrs(gc.format, md.training, eps, md.factor), threads,
+		out, err := registrytest.Run(t, op, bnAttrs(gc.format, md.training, eps, md.factor), threads,
 			testutil.Dense(t, dt, gc.shape, x), testutil.Dense(t, dt, []int{C}, scale), testutil.Dense(t, dt, []int{C}, offset),
 			testutil.Dense(t, dt, []int{len(mean)}, mean), testutil.Dense(t, dt, []int{len(variance)}, variance))
 		if err != nil {
@@ -311,7 +312,7 @@ func bnCheckGrad(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnGr
 		if op == bnOpGradV3 {
 			in = append(in, testutil.Dense(t, dt, nil, []float64{0}))
 		}
-		out, err := testutil.Run(t, op, bnGAttrs(gc.format, training, eps), threads, in...)
+		out, err := registrytest.Run(t, op, bnGAttrs(gc.format, training, eps), threads, in...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,15 +353,15 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 		empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
 		var ref [][]float64
 		for _, threads := range []int{1, 2, 3, 8} {
-			fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
+			fw, err := registrytest.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gr, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
-			gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gi, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,19 +389,19 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 func bnRunAll(t *testing.T, threads int, format string, shape []int, x, dy, scale, offset, m, v *tensor.Dense) [][]float64 {
 	t.Helper()
 	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
-	fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, offset, empty, empty)
+	fw, err := registrytest.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, offset, empty, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := testutil.Run(t, bnOpV3, bnAttrs(format, false, 1e-3, 1), threads, x, scale, offset, m, v)
+	fi, err := registrytest.Run(t, bnOpV3, bnAttrs(format, false, 1e-3, 1), threads, x, scale, offset, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+	gr, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 	if err != nil {
 		t.Fatal(err)
 	}
-	gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, m, v, fw[5])
+	gi, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, m, v, fw[5])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +523,7 @@ func TestFusedBatchNormLargeBatchNoDrift(t *testing.T) {
 	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
 	one := testutil.Dense(t, tensor.Float32, []int{2}, []float64{1, 1})
 	zero := testutil.Dense(t, tensor.Float32, []int{2}, []float64{0, 0})
-	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, testutil.Dense(t, tensor.Float32, shape, x), one, zero, empty, empty)
+	out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, testutil.Dense(t, tensor.Float32, shape, x), one, zero, empty, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +550,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	empty := bnF32Vec(t, []int{0})
 	t.Run("FBN1", func(t *testing.T) {
 		for _, op := range []string{bnOpV1, bnOpV3} {
-			out, err := testutil.Run(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
+			out, err := registrytest.Run(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -563,7 +564,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		}
 	})
 	t.Run("FBN2", func(t *testing.T) {
-		out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
+		out, err := registrytest.Run(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
 			bnF32Vec(t, []int{2}, 6, 6), bnF32Vec(t, []int{2}, 16, 16))
 		if err != nil {
 			t.Fatal(err)
@@ -577,7 +578,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		factor float32
 	}{{"FBN3", 1}, {"FBN4", 0.5}} {
 		t.Run(tc.id, func(t *testing.T) {
-			out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
+			out, err := registrytest.Run(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
 				bnF32Vec(t, []int{2}, 10, 10), bnF32Vec(t, []int{2}, 11.67, 11.67))
 			if err != nil {
 				t.Fatal(err)
@@ -590,7 +591,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	t.Run("FBN5", func(t *testing.T) {
 		ex := bnF32Vec(t, []int{1, 1, 0, 0})
 		for _, training := range []bool{true, false} {
-			out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
+			out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -602,7 +603,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		// Channels present, no elements: the statistics are NaN.
 		ex = bnF32Vec(t, []int{0, 2, 2, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
-		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
+		out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -623,7 +624,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 			if op == bnOpGradV3 {
 				in = append(in, bnF32Vec(t, nil, 0))
 			}
-			out, err := testutil.Run(t, op, FusedBatchNormGradAttrs{Epsilon: bnF32(0.001)}, 1, in...)
+			out, err := registrytest.Run(t, op, FusedBatchNormGradAttrs{Epsilon: bnF32(0.001)}, 1, in...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -642,7 +643,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	t.Run("FBG2", func(t *testing.T) {
 		dy := bnF32Vec(t, []int{1, 1, 6, 1}, 1, 2, 3, 4, 5, 6)
 		gx := bnF32Vec(t, []int{1, 1, 6, 1}, 5, 7, 9, 11, 13, 15)
-		out, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
+		out, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
 			bnF32Vec(t, []int{1}, 4), bnF32Vec(t, []int{1}, 10), bnF32Vec(t, []int{1}, 11.67))
 		if err != nil {
 			t.Fatal(err)
@@ -655,7 +656,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		ex := bnF32Vec(t, []int{2, 0, 3, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
 		for _, training := range []bool{true, false} {
-			out, err := testutil.Run(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
+			out, err := registrytest.Run(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -675,7 +676,7 @@ func TestFusedBatchNormNonFinite(t *testing.T) {
 		x := bnF32Vec(t, []int{4, 1, 1, 1}, v...)
 		one := bnF32Vec(t, []int{1}, 1)
 		empty := bnF32Vec(t, []int{0})
-		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
+		out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -694,7 +695,7 @@ func TestFusedBatchNormUnreadStats(t *testing.T) {
 	x := bnF32Vec(t, []int{1, 1, 6, 2}, bnFBN1X...)
 	scale := bnF32Vec(t, []int{2}, 4, 4)
 	nan := bnF32Vec(t, []int{5}, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN())
-	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
+	out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -833,7 +834,7 @@ func TestFusedBatchNormErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := testutil.Run(t, tc.op, tc.attrs, 2, tc.in...)
+			_, err := registrytest.Run(t, tc.op, tc.attrs, 2, tc.in...)
 			testutil.WantErr(t, err, tc.kind, tc.msg, tc.op)
 		})
 	}
@@ -861,11 +862,11 @@ func TestFusedBatchNormGradNCHWInference(t *testing.T) {
 	}
 	c3 := func(v ...float64) *tensor.Dense { return testutil.Dense(t, tensor.Float64, []int{3}, v) }
 	scale, m, v := c3(0.5, 1, -2), c3(0.1, 0.2, -0.3), c3(1, 2, 0.5)
-	a, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, shape, dy), testutil.Dense(t, tensor.Float64, shape, x), scale, m, v)
+	a, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, shape, dy), testutil.Dense(t, tensor.Float64, shape, x), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, nhwc, tr(dy)), testutil.Dense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
+	b, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, nhwc, tr(dy)), testutil.Dense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // mtClose compares got with want at relative tolerance rtol (plus rtol as
@@ -43,7 +44,7 @@ func TestBinaryOpsBroadcastGrid(t *testing.T) {
 				// A single +, -, * or / of float32 operands is exactly the
 				// float64 result rounded to float32.
 				want = testutil.Round(dt, want)
-				out := testutil.MustRun(t, op.name, nil, 2, testutil.Dense(t, dt, as, a), testutil.Dense(t, dt, bs, b))[0]
+				out := registrytest.MustRun(t, op.name, nil, 2, testutil.Dense(t, dt, as, a), testutil.Dense(t, dt, bs, b))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), wantShape) {
 					t.Fatalf("%s %v %v: got %v %v, want %v %v", op.name, as, bs, out.Dtype(), out.Shape(), dt, wantShape)
 				}
@@ -65,7 +66,7 @@ func TestBinaryOpsThreads(t *testing.T) {
 		a, b := mtRandSlice(r, c.a), mtRandSlice(r, c.b)
 		_, want := mtNaiveBinary(c.a, c.b, a, b, func(x, y float64) float64 { return x * y })
 		for _, th := range []int{1, 4} {
-			out, err := testutil.Run(t, "Mul", nil, th, testutil.Dense(t, tensor.Float64, c.a, a), testutil.Dense(t, tensor.Float64, c.b, b))
+			out, err := registrytest.Run(t, "Mul", nil, th, testutil.Dense(t, tensor.Float64, c.a, a), testutil.Dense(t, tensor.Float64, c.b, b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,23 +89,23 @@ func TestBinaryOpsErrors(t *testing.T) {
 		return d
 	}
 	for _, op := range []string{"AddV2", "Sub", "Mul", "RealDiv"} {
-		_, err := testutil.Run(t, op, nil, 1, f64(2, 3), f64(4))
+		_, err := registrytest.Run(t, op, nil, 1, f64(2, 3), f64(4))
 		if !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), op+": Incompatible shapes: [2,3] vs. [4]") {
 			t.Errorf("%s incompatible shapes: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2), f64(0))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2), f64(0))
 		if !errors.Is(err, registry.ErrShape) {
 			t.Errorf("%s [2] vs [0]: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2), f32(2))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2), f32(2))
 		if !errors.Is(err, registry.ErrDtype) || !strings.Contains(err.Error(), op) {
 			t.Errorf("%s dtype mismatch: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, i32(2), i32(2))
+		_, err = registrytest.Run(t, op, nil, 1, i32(2), i32(2))
 		if !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int32: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2))
 		if !errors.Is(err, registry.ErrInvalidArgument) {
 			t.Errorf("%s one input: err = %v", op, err)
 		}
@@ -148,7 +149,7 @@ func TestUnaryOps(t *testing.T) {
 				for i, x := range rv {
 					want[i] = ref(x)
 				}
-				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, v))[0]
+				out := registrytest.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, v))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), s) {
 					t.Fatalf("%s %v: got %v %v", name, s, out.Dtype(), out.Shape())
 				}
@@ -182,7 +183,7 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.in)}, c.in))[0]
+			out := registrytest.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.in)}, c.in))[0]
 			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), testutil.Round(dt, c.want), 1e-7)
 		}
 	}
@@ -191,7 +192,7 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 func TestUnaryOpsErrors(t *testing.T) {
 	i64, _ := tensorx.Zeros(tensor.Int64, []int{2})
 	for name := range mtUnaryRef {
-		if _, err := testutil.Run(t, name, nil, 1, i64); !errors.Is(err, registry.ErrDtype) {
+		if _, err := registrytest.Run(t, name, nil, 1, i64); !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int64: err = %v", name, err)
 		}
 	}
@@ -249,7 +250,7 @@ func TestBroadcastTo(t *testing.T) {
 			if i%2 == 1 {
 				sdt = tensor.Int64
 			}
-			out := testutil.MustRun(t, "BroadcastTo", nil, 2, in, shapeT(sdt, target))[0]
+			out := registrytest.MustRun(t, "BroadcastTo", nil, 2, in, shapeT(sdt, target))[0]
 			if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), target) {
 				t.Fatalf("BroadcastTo %v → %v: got %v %v", as, target, out.Dtype(), out.Shape())
 			}
@@ -272,7 +273,7 @@ func TestBroadcastTo(t *testing.T) {
 		{testutil.Dense(t, tensor.Float64, []int{2}, []float64{2, 3}), registry.ErrDtype, "int32 or int64"},
 		{func() *tensor.Dense { d, _ := tensorx.New([]int{1, 2}, []int32{2, 3}); return d }(), registry.ErrShape, "vector"},
 	} {
-		_, err := testutil.Run(t, "BroadcastTo", nil, 1, x, c.shape)
+		_, err := registrytest.Run(t, "BroadcastTo", nil, 1, x, c.shape)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "BroadcastTo") {
 			t.Errorf("BroadcastTo to %v: err = %v; want %v containing %q", c.shape, err, c.kind, c.msg)
 		}
@@ -332,7 +333,7 @@ func TestCast(t *testing.T) {
 	}
 	for k, w := range want {
 		for _, trunc := range []bool{false, true} {
-			out := testutil.MustRun(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, 2, mk(k[0]))[0]
+			out := registrytest.MustRun(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, 2, mk(k[0]))[0]
 			if out.Dtype() != k[1] {
 				t.Fatalf("Cast %v→%v: dtype %v", k[0], k[1], out.Dtype())
 			}
@@ -353,8 +354,8 @@ func TestCast(t *testing.T) {
 	// Truncate: float64 → float32 rounds toward zero instead of to nearest.
 	up := 1 + 3.0/(1<<25) // between two float32s, nearer the upper one
 	x := []float64{up, -up, math.NaN(), 1e39, 0.1}
-	trunc := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
-	near := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
+	trunc := registrytest.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
+	near := registrytest.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
 	if trunc[0] != 1 || trunc[1] != -1 || near[0] != float32(up) || near[0] == 1 {
 		t.Errorf("Cast Truncate: %v (nearest %v)", trunc, near)
 	}
@@ -363,10 +364,10 @@ func TestCast(t *testing.T) {
 	}
 	// Errors.
 	f, _ := tensorx.Zeros(tensor.Float32, []int{2})
-	if _, err := testutil.Run(t, "Cast", CastAttrs{}, 1, f); !errors.Is(err, registry.ErrInvalidArgument) {
+	if _, err := registrytest.Run(t, "Cast", CastAttrs{}, 1, f); !errors.Is(err, registry.ErrInvalidArgument) {
 		t.Errorf("Cast without DstT: err = %v", err)
 	}
-	if _, err := testutil.Run(t, "Cast", CastAttrs{DstT: tensor.Complex64}, 1, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
+	if _, err := registrytest.Run(t, "Cast", CastAttrs{DstT: tensor.Complex64}, 1, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
 		t.Errorf("Cast to complex64: err = %v", err)
 	}
 	// Attrs parse from TensorFlow's names.
@@ -390,7 +391,7 @@ func TestL2Loss(t *testing.T) {
 			want /= 2
 			var first []float64
 			for _, th := range []int{1, 3} {
-				out, err := testutil.Run(t, "L2Loss", nil, th, testutil.Dense(t, dt, s, x))
+				out, err := registrytest.Run(t, "L2Loss", nil, th, testutil.Dense(t, dt, s, x))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -412,7 +413,7 @@ func TestL2Loss(t *testing.T) {
 		}
 	}
 	i, _ := tensorx.Zeros(tensor.Int32, []int{2})
-	if _, err := testutil.Run(t, "L2Loss", nil, 1, i); !errors.Is(err, registry.ErrDtype) {
+	if _, err := registrytest.Run(t, "L2Loss", nil, 1, i); !errors.Is(err, registry.ErrDtype) {
 		t.Errorf("L2Loss int32: err = %v", err)
 	}
 }
@@ -436,7 +437,7 @@ func TestMathSamples(t *testing.T) {
 			t.Errorf("%s: only %d samples", name, len(ss))
 		}
 		for _, s := range ss {
-			out, err := testutil.Run(t, name, s.Attrs, 1, s.Inputs...)
+			out, err := registrytest.Run(t, name, s.Attrs, 1, s.Inputs...)
 			if err != nil {
 				t.Errorf("%s sample %s: %v", name, s.Name, err)
 				continue

@@ -10,6 +10,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // mmNaive computes op(a)·op(b) in float64 with row strides.
@@ -177,15 +178,15 @@ func TestMatMulOp(t *testing.T) {
 			a, b := shpNormal(r, as...), shpNormal(r, bs...)
 			want := mmNaive(ta, tb, m, n, k, a.Float64s(), as[1], b.Float64s(), bs[1])
 			at := MatMulAttrs{TransposeA: ta, TransposeB: tb}
-			out := testutil.MustRun(t, "MatMul", at, 1, a, b)[0]
+			out := registrytest.MustRun(t, "MatMul", at, 1, a, b)[0]
 			testutil.ShapeIs(t, "MatMul", out, []int{m, n}...)
 			shpClose(t, "MatMul", out.Float64s(), want, 1e-12)
-			out = testutil.MustRun(t, "MatMul", at, 1, testutil.To32(t, a), testutil.To32(t, b))[0]
+			out = registrytest.MustRun(t, "MatMul", at, 1, testutil.To32(t, a), testutil.To32(t, b))[0]
 			shpClose(t, "MatMul float32", testutil.Float64s(t, out), want, 1e-5)
 		}
 	}
 	// Empty inner dimension: zeros.
-	out := testutil.MustRun(t, "MatMul", nil, 1, shpMust(tensorx.New([]int{2, 0}, []float64{})), shpMust(tensorx.New([]int{0, 3}, []float64{})))[0]
+	out := registrytest.MustRun(t, "MatMul", nil, 1, shpMust(tensorx.New([]int{2, 0}, []float64{})), shpMust(tensorx.New([]int{0, 3}, []float64{})))[0]
 	testutil.ShapeIs(t, "MatMul k=0", out, []int{2, 3}...)
 	shpClose(t, "MatMul k=0", out.Float64s(), make([]float64, 6), 0)
 	// TensorFlow's attrs parse, including the grad_a/grad_b hints.
@@ -212,11 +213,11 @@ func TestMatMulErrors(t *testing.T) {
 		{shpNormal(r, 2, 3), testutil.To32(t, shpNormal(r, 3, 2)), MatMulAttrs{}, registry.ErrDtype, "input #1(zero-based) was expected to be a double tensor but is a float tensor"},
 	}
 	for _, c := range cases {
-		_, err := testutil.Run(t, "MatMul", c.attrs, 1, c.a, c.b)
+		_, err := registrytest.Run(t, "MatMul", c.attrs, 1, c.a, c.b)
 		testutil.WantErr(t, err, c.kind, "MatMul", c.frag)
 	}
 	// With transposes the compatible case passes.
-	if _, err := testutil.Run(t, "MatMul", MatMulAttrs{TransposeA: true}, 1, shpNormal(r, 2, 3), shpNormal(r, 2, 4)); err != nil {
+	if _, err := registrytest.Run(t, "MatMul", MatMulAttrs{TransposeA: true}, 1, shpNormal(r, 2, 3), shpNormal(r, 2, 4)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -251,10 +252,10 @@ func TestBiasAdd(t *testing.T) {
 			at := BiasAddAttrs{DataFormat: format}
 			name := fmt.Sprintf("BiasAdd %v %q", s, format)
 			for _, threads := range []int{1, 3} {
-				out := testutil.MustRun(t, "BiasAdd", at, threads, x, b)[0]
+				out := registrytest.MustRun(t, "BiasAdd", at, threads, x, b)[0]
 				testutil.ShapeIs(t, name, out, s...)
 				shpClose(t, name, out.Float64s(), want, 0)
-				out = testutil.MustRun(t, "BiasAdd", at, threads, testutil.To32(t, x), testutil.To32(t, b))[0]
+				out = registrytest.MustRun(t, "BiasAdd", at, threads, testutil.To32(t, x), testutil.To32(t, b))[0]
 				shpClose(t, name+" float32", testutil.Float64s(t, out), want, 1e-6)
 			}
 		}
@@ -279,7 +280,7 @@ func TestBiasAddErrors(t *testing.T) {
 		{shpNormal(r, 2, 3), shpNormal(r, 3), BiasAddAttrs{DataFormat: "NCDHW"}, registry.ErrInvalidArgument, "data_format"},
 	}
 	for _, c := range cases {
-		_, err := testutil.Run(t, "BiasAdd", c.attrs, 1, c.x, c.b)
+		_, err := registrytest.Run(t, "BiasAdd", c.attrs, 1, c.x, c.b)
 		testutil.WantErr(t, err, c.kind, "BiasAdd", c.frag)
 	}
 }

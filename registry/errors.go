@@ -9,10 +9,11 @@ import (
 // wrap one of them, so callers can test with errors.Is.
 //
 // ErrShape and ErrDtype are also what the module's internal tensor helpers
-// (which sit below this package and cannot import it) report. They share
-// these classes without an import by naming them: each sentinel has an
-// ErrorKind method ("shape", "dtype"), and a sentinel's Is method reports
-// a match with any error of the same kind. So errors.Is(err, ErrShape)
+// (which sit below this package and cannot import it) report, and the
+// internal test helpers recognise ErrInternal. They share these classes
+// without an import by naming them: each of these sentinels has an
+// ErrorKind method ("shape", "dtype", "internal"), and a sentinel's Is
+// method reports a match with any error of the same kind. So errors.Is(err, ErrShape)
 // holds for a shape error from those helpers, and errors.Is(err, h) for
 // their sentinel h holds for an error wrapping ErrShape.
 var (
@@ -30,7 +31,7 @@ var (
 	ErrNoGradient = errors.New("no gradient")
 	// ErrInternal: a kernel or gradient function panicked, or broke its
 	// contract (wrong number of outputs, nil output). Always a bug.
-	ErrInternal = errors.New("internal error")
+	ErrInternal error = &kindSentinel{kind: "internal", msg: "internal error"}
 )
 
 // kindSentinel is a sentinel error with a kind shared across packages
@@ -39,7 +40,7 @@ type kindSentinel struct{ kind, msg string }
 
 func (e *kindSentinel) Error() string { return e.msg }
 
-// ErrorKind names the class of the error: "shape" or "dtype".
+// ErrorKind names the class of the error: "shape", "dtype" or "internal".
 func (e *kindSentinel) ErrorKind() string { return e.kind }
 
 // Is reports whether target is a sentinel of the same kind.
