@@ -7,7 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
-	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Scaffolding the gradient tests of the op families share. It imports
@@ -24,7 +24,7 @@ import (
 func checkSamples(t *testing.T, ops []string, genSeeds []int64, checkSeed int64, minSamples int) {
 	t.Helper()
 	for _, op := range ops {
-		def := testutil.GradOp(t, op)
+		def := registrytest.GradOp(t, op)
 		for _, seed := range genSeeds {
 			samples, err := gradcheck.OpSamples(def, seed, 0)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Tests of the DepthwiseConv2dNative family's gradient ops
@@ -162,12 +163,12 @@ func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
 		var first [2]*tensor.Dense
 		for _, threads := range []int{1, 3} {
 			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			dx, err := testutil.Run(t, ops[0], attrs, threads, testutil.Ints(t, xs...), testutil.Dense(t, dt, fs, f), testutil.Dense(t, dt, ys, dy))
+			dx, err := registrytest.Run(t, ops[0], attrs, threads, testutil.Ints(t, xs...), testutil.Dense(t, dt, fs, f), testutil.Dense(t, dt, ys, dy))
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, ops[0], err)
 			}
 			testutil.CloseBound(t, name+"/"+ops[0], dx[0], xs, wantDx, boundDx, rel)
-			df, err := testutil.Run(t, ops[1], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, dt, ys, dy))
+			df, err := registrytest.Run(t, ops[1], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, dt, ys, dy))
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, ops[1], err)
 			}
@@ -250,7 +251,7 @@ func TestDepthwiseConv2dBackpropSamples(t *testing.T) {
 			} else {
 				mults[s.Inputs[1].Shape()[3]] = true
 			}
-			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
+			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
@@ -331,7 +332,7 @@ func TestDepthwiseConv2dBackpropSpecVectors(t *testing.T) {
 				default:
 					in = []*tensor.Dense{image(v.x, nil), testutil.Ints(t, v.sizes...), image(v.dy, nil)}
 				}
-				out, err := testutil.Run(t, v.op, attrs, 2, in...)
+				out, err := registrytest.Run(t, v.op, attrs, 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -464,7 +465,7 @@ func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			_, err := registrytest.Run(t, c.op, c.attrs, 2, c.in(t)...)
 			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
@@ -487,19 +488,19 @@ func TestDepthwiseConv2dBackpropEmpty(t *testing.T) {
 	}
 	// Backprop input with empty input_sizes returns empty; with an empty
 	// out_backprop (degenerate axis), zeros.
-	out, err := testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", v, 1, testutil.Ints(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
+	out, err := registrytest.Run(t, "DepthwiseConv2dNativeBackpropInput", v, 1, testutil.Ints(t, 0, 2, 3, 1), f64(2, 2, 1, 1), f64(0, 1, 2, 1))
 	check("bi-empty", out, err, []int{0, 2, 3, 1})
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropInput", forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropInput", forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
 		testutil.Ints(t, 1, 2, 1, 1), f64(1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bi-empty-dy", out, err, []int{1, 2, 1, 1})
 	// Backprop filter with an empty out_backprop: zeros of filter_sizes.
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
 		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), testutil.Ints(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(0, 3, 3, 1), testutil.Ints(t, 2, 2, 1, 1), f64(0, 2, 2, 1))
 	check("bf-n0", out, err, []int{2, 2, 1, 1})
 	// Backprop filter of an empty filter shape.
-	out, err = testutil.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), testutil.Ints(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNativeBackpropFilter", v, 1, f64(1, 3, 3, 2), testutil.Ints(t, 2, 2, 2, 0), f64(1, 2, 2, 0))
 	check("bf-m0", out, err, []int{2, 2, 2, 0})
 }
 
@@ -544,7 +545,7 @@ func TestDepthwiseConv2dBackpropNoPanics(t *testing.T) {
 		default:
 			in = []*tensor.Dense{testutil.Dense(t, tensor.Float64, xs, make([]float64, testutil.Numel(xs))), testutil.Ints(t, fs...), testutil.Dense(t, tensor.Float64, ys, make([]float64, testutil.Numel(ys)))}
 		}
-		out, err := testutil.Run(t, op, a, 2, in...)
+		out, err := registrytest.Run(t, op, a, 2, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("%s %+v x%v f%v y%v: %v", op, a, xs, fs, ys, err)
 		}

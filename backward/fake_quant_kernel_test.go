@@ -14,6 +14,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Op names of the family's forward ops, for the tests.
@@ -95,7 +96,7 @@ func TestFakeQuantPerChannelGradientSpecVectors(t *testing.T) {
 			wantMax[i%d] += g[i]
 		}
 		attrs := forward.FakeQuantAttrs{NumBits: v.bits, NarrowRange: v.narrow}
-		out := testutil.MustRun(t, fqChannelGrad, attrs, 2,
+		out := registrytest.MustRun(t, fqChannelGrad, attrs, 2,
 			testutil.New(t, v.shape, g), testutil.New(t, v.shape, v.in), testutil.New(t, []int{d}, fqFill(d, v.min)), testutil.New(t, []int{d}, fqFill(d, v.max)))
 		testutil.EqualBits(t, v.id+"/backprops_wrt_input", out[0], wantBi)
 		testutil.EqualBits(t, v.id+"/backprop_wrt_min", out[1], wantMin)
@@ -106,36 +107,36 @@ func TestFakeQuantPerChannelGradientSpecVectors(t *testing.T) {
 func TestFakeQuantScalarSpecVectors(t *testing.T) {
 	f := func(v float32) *float32 { return &v }
 	// WithArgsNoNudging_RegularRange.
-	out := testutil.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-10), Max: f(53.75)}, 1,
+	out := registrytest.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-10), Max: f(53.75)}, 1,
 		testutil.New(t, []int{6}, []float32{-10.1, -10.0, -9.9, -9.75, 53.75, 53.8}))
 	testutil.EqualBits(t, "WithArgsNoNudging", out[0], []float32{-10.0, -10.0, -10.0, -9.75, 53.75, 53.75})
 	// WithArgsNudgedUp_4Bits_RegularRange: the test writes -0.0; TF
 	// computes +0.0.
-	out = testutil.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-0.4), Max: f(7.1), NumBits: 4}, 1,
+	out = registrytest.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-0.4), Max: f(7.1), NumBits: 4}, 1,
 		testutil.New(t, []int{6}, []float32{-0.6, -0.5, -0.24, 0.0, 7.0, 7.1}))
 	testutil.EqualBits(t, "WithArgsNudgedUp_4Bits", out[0], []float32{-0.5, -0.5, 0.0, 0.0, 7.0, 7.0})
 	// api_def example, 16 bits.
-	out = testutil.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-5), Max: f(5), NumBits: 16}, 1,
+	out = registrytest.MustRun(t, fqArgs, forward.FakeQuantArgsAttrs{Min: f(-5), Max: f(5), NumBits: 16}, 1,
 		testutil.New(t, []int{3}, []float32{10.03, -10.23, 3}))
 	testutil.EqualBits(t, "api_def example", out[0], []float32{4.9999237, -5.0000763, 3.0000763})
 	// The defaults are [-6, 6], 8 bits: scale 12/255, zero point 127.5 → 128.
-	out = testutil.MustRun(t, fqArgs, nil, 1, testutil.New(t, []int{3}, []float32{-7, 0, 7}))
+	out = registrytest.MustRun(t, fqArgs, nil, 1, testutil.New(t, []int{3}, []float32{-7, 0, 7}))
 	sc := float32(12) / 255
 	testutil.EqualBits(t, "Args defaults", out[0], []float32{-128 * sc, 0, 127 * sc})
 
 	// WithVarsGradient_RegularRange.
 	g := fqGrads[:6]
-	out = testutil.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{6}, g), testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
+	out = registrytest.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{6}, g), testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
 		testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
 	testutil.EqualBits(t, "VarsGradient/input", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
 	testutil.EqualBits(t, "VarsGradient/min", out[1], []float32{g[0]})
 	testutil.EqualBits(t, "VarsGradient/max", out[2], []float32{g[5]})
 	// The Vars forward on FQ5's data (the division form agrees here).
-	out = testutil.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
+	out = registrytest.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}),
 		testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
 	testutil.EqualBits(t, "Vars", out[0], []float32{-0.25, -0.25, -0.25, 0.0, 63.5, 63.5})
 	// ArgsGradient: inclusive bounds, same nudged range as above.
-	out = testutil.MustRun(t, fqArgsGrad, forward.FakeQuantArgsAttrs{Min: f(-0.125), Max: f(63.625)}, 1,
+	out = registrytest.MustRun(t, fqArgsGrad, forward.FakeQuantArgsAttrs{Min: f(-0.125), Max: f(63.625)}, 1,
 		testutil.New(t, []int{6}, g), testutil.New(t, []int{6}, []float32{-0.26, -0.25, -0.24, 0.0, 63.5, 63.6}))
 	testutil.EqualBits(t, "ArgsGradient", out[0], []float32{0, g[1], g[2], g[3], g[4], 0})
 }
@@ -156,12 +157,12 @@ func TestFakeQuantTiesAndBounds(t *testing.T) {
 		var out []*tensor.Dense
 		switch op {
 		case fqChannel:
-			out = testutil.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x), 1}, x), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
+			out = registrytest.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x), 1}, x), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
 		case fqVars:
-			out = testutil.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x)}, x), testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
+			out = registrytest.MustRun(t, op, nil, 1, testutil.New(t, []int{len(x)}, x), testutil.New(t, nil, []float32{-0.125}), testutil.New(t, nil, []float32{63.625}))
 		default:
 			mn, mx := float32(-0.125), float32(63.625)
-			out = testutil.MustRun(t, op, forward.FakeQuantArgsAttrs{Min: &mn, Max: &mx}, 1, testutil.New(t, []int{len(x)}, x))
+			out = registrytest.MustRun(t, op, forward.FakeQuantArgsAttrs{Min: &mn, Max: &mx}, 1, testutil.New(t, []int{len(x)}, x))
 		}
 		testutil.EqualBits(t, op+" ties/bounds", out[0], want)
 	}
@@ -169,12 +170,12 @@ func TestFakeQuantTiesAndBounds(t *testing.T) {
 	// outside.
 	gx := []float32{lo, hi, below, above, inf, ninf, 0}
 	g := []float32{1, 2, 4, 8, 16, 32, 64}
-	out := testutil.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{7, 1}, g), testutil.New(t, []int{7, 1}, gx), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
+	out := registrytest.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{7, 1}, g), testutil.New(t, []int{7, 1}, gx), testutil.New(t, []int{1}, []float32{-0.125}), testutil.New(t, []int{1}, []float32{63.625}))
 	testutil.EqualBits(t, "grad at bounds/input", out[0], []float32{1, 2, 0, 0, 0, 0, 64})
 	testutil.EqualBits(t, "grad at bounds/min", out[1], []float32{4 + 32})
 	testutil.EqualBits(t, "grad at bounds/max", out[2], []float32{8 + 16})
 	// narrow_range ties: min -0.125, max 63.375 → grid [-0.25, 63.25].
-	out = testutil.MustRun(t, fqChannel, forward.FakeQuantAttrs{NarrowRange: true}, 1,
+	out = registrytest.MustRun(t, fqChannel, forward.FakeQuantAttrs{NarrowRange: true}, 1,
 		testutil.New(t, []int{4}, []float32{-0.125, 0.125, 63.125, 63.25}), fqFillT(t, 4, -0.125), fqFillT(t, 4, 63.375))
 	testutil.EqualBits(t, "narrow ties", out[0], []float32{0, 0.25, 63.25, 63.25})
 }
@@ -191,17 +192,17 @@ func TestFakeQuantZeroRange(t *testing.T) {
 	x := []float32{nan, 0.5, -inf, 0.3, inf, nan, 5, -2}
 	mins := testutil.New(t, []int{2}, []float32{0, -1})
 	maxs := testutil.New(t, []int{2}, []float32{0, 1})
-	out := testutil.MustRun(t, fqChannel, nil, 1, testutil.New(t, []int{4, 2}, x), mins, maxs)
+	out := registrytest.MustRun(t, fqChannel, nil, 1, testutil.New(t, []int{4, 2}, x), mins, maxs)
 	q := func(v float32) float32 { return fqref.Ref32(v, -1, 1, 8, false, false) }
 	testutil.EqualBits(t, "zero channel", out[0], []float32{0, q(0.5), 0, q(0.3), 0, nan, 0, q(-2)})
 	g := fqGrads[:8]
-	out = testutil.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{4, 2}, g), testutil.New(t, []int{4, 2}, x), mins, maxs)
+	out = registrytest.MustRun(t, fqChannelGrad, nil, 1, testutil.New(t, []int{4, 2}, g), testutil.New(t, []int{4, 2}, x), mins, maxs)
 	testutil.EqualBits(t, "zero channel grad", out[0], []float32{g[0], g[1], g[2], g[3], g[4], 0, g[6], 0})
 	testutil.EqualBits(t, "zero channel grad min", out[1], []float32{0, g[7]})
 	testutil.EqualBits(t, "zero channel grad max", out[2], []float32{0, 0})
-	out = testutil.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
+	out = registrytest.MustRun(t, fqVars, nil, 1, testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
 	testutil.EqualBits(t, "Vars zero", out[0], []float32{0, 0, 0, 0})
-	out = testutil.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{4}, g[:4]), testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
+	out = registrytest.MustRun(t, fqVarsGrad, nil, 1, testutil.New(t, []int{4}, g[:4]), testutil.New(t, []int{4}, []float32{nan, inf, -3, 2}), testutil.New(t, nil, []float32{0}), testutil.New(t, nil, []float32{0}))
 	testutil.EqualBits(t, "VarsGradient zero", out[0], g[:4])
 	testutil.EqualBits(t, "VarsGradient zero min", out[1], []float32{0})
 	testutil.EqualBits(t, "VarsGradient zero max", out[2], []float32{0})
@@ -274,7 +275,7 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 				}
 			}
 			in := []*tensor.Dense{testutil.Dense(t, dt, shape, g), testutil.Dense(t, dt, shape, x), testutil.Dense(t, dt, []int{d}, mins), testutil.Dense(t, dt, []int{d}, maxs)}
-			out := testutil.MustRun(t, fqChannelGrad, attrs, 2, in...)
+			out := registrytest.MustRun(t, fqChannelGrad, attrs, 2, in...)
 			fqCloseTo(t, "PerChannelGradient input", out[0], wantBi, 0)
 			fqCloseTo(t, "PerChannelGradient min", out[1], wantMin, 1e-6)
 			fqCloseTo(t, "PerChannelGradient max", out[2], wantMax, 1e-6)
@@ -298,7 +299,7 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 					want[i] = dmx[i%d]
 				}
 			}
-			out = testutil.MustRun(t, fqChannelAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), testutil.Dense(t, dt, []int{d}, dmn), testutil.Dense(t, dt, []int{d}, dmx), in[1], in[2], in[3])
+			out = registrytest.MustRun(t, fqChannelAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), testutil.Dense(t, dt, []int{d}, dmn), testutil.Dense(t, dt, []int{d}, dmx), in[1], in[2], in[3])
 			fqCloseTo(t, "PerChannel adjoint", out[0], want, 0)
 
 			// Scalar forms on channel 0's range (a new one if there is no
@@ -325,15 +326,15 @@ func TestFakeQuantGradientVsReference(t *testing.T) {
 				}
 			}
 			s0 := func(v float64) *tensor.Dense { return testutil.Dense(t, dt, nil, []float64{v}) }
-			out = testutil.MustRun(t, fqVarsGrad, attrs, 2, in[0], in[1], s0(mins[0]), s0(maxs[0]))
+			out = registrytest.MustRun(t, fqVarsGrad, attrs, 2, in[0], in[1], s0(mins[0]), s0(maxs[0]))
 			fqCloseTo(t, "VarsGradient input", out[0], wantBi, 0)
 			fqCloseTo(t, "VarsGradient min", out[1], []float64{smin}, 1e-6)
 			fqCloseTo(t, "VarsGradient max", out[2], []float64{smax}, 1e-6)
-			out = testutil.MustRun(t, fqVarsAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), s0(dmn[0]), s0(dmx[0]), in[1], s0(mins[0]), s0(maxs[0]))
+			out = registrytest.MustRun(t, fqVarsAdj, attrs, 2, testutil.Dense(t, dt, shape, dbi), s0(dmn[0]), s0(dmx[0]), in[1], s0(mins[0]), s0(maxs[0]))
 			fqCloseTo(t, "Vars adjoint", out[0], want, 0)
 			if mins[0] < maxs[0] {
 				lo, hi := float32(mins[0]), float32(maxs[0])
-				out = testutil.MustRun(t, fqArgsGrad, forward.FakeQuantArgsAttrs{Min: &lo, Max: &hi, NumBits: bits, NarrowRange: narrow}, 2, in[0], in[1])
+				out = registrytest.MustRun(t, fqArgsGrad, forward.FakeQuantArgsAttrs{Min: &lo, Max: &hi, NumBits: bits, NarrowRange: narrow}, 2, in[0], in[1])
 				fqCloseTo(t, "ArgsGradient", out[0], wantBi, 0)
 			}
 		}
@@ -355,16 +356,16 @@ func TestFakeQuantThreadInvariance(t *testing.T) {
 		g[i] = float32(r.NormFloat64())
 	}
 	in := []*tensor.Dense{testutil.New(t, []int{rows, d}, g), testutil.New(t, []int{rows, d}, x), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs)}
-	ref := testutil.MustRun(t, fqChannelGrad, nil, 1, in...)
-	refF := testutil.MustRun(t, fqChannel, nil, 1, in[1:]...)
-	refV := testutil.MustRun(t, fqVarsGrad, nil, 1, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
+	ref := registrytest.MustRun(t, fqChannelGrad, nil, 1, in...)
+	refF := registrytest.MustRun(t, fqChannel, nil, 1, in[1:]...)
+	refV := registrytest.MustRun(t, fqVarsGrad, nil, 1, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
 	for _, threads := range []int{2, 3, 8} {
-		out := testutil.MustRun(t, fqChannelGrad, nil, threads, in...)
+		out := registrytest.MustRun(t, fqChannelGrad, nil, threads, in...)
 		for k := range out {
 			testutil.EqualBits(t, "PerChannelGradient threads", out[k], ref[k].Float32s())
 		}
-		testutil.EqualBits(t, "PerChannel threads", testutil.MustRun(t, fqChannel, nil, threads, in[1:]...)[0], refF[0].Float32s())
-		outV := testutil.MustRun(t, fqVarsGrad, nil, threads, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
+		testutil.EqualBits(t, "PerChannel threads", registrytest.MustRun(t, fqChannel, nil, threads, in[1:]...)[0], refF[0].Float32s())
+		outV := registrytest.MustRun(t, fqVarsGrad, nil, threads, in[0], in[1], testutil.New(t, nil, []float32{-0.7}), testutil.New(t, nil, []float32{0.9}))
 		for k := range outV {
 			testutil.EqualBits(t, "VarsGradient threads", outV[k], refV[k].Float32s())
 		}
@@ -403,18 +404,18 @@ func TestFakeQuantRanks(t *testing.T) {
 		for i, v := range x {
 			want[i] = fqref.Ref32(v, mins[i%3], maxs[i%3], 5, true, false)
 		}
-		out := testutil.MustRun(t, fqChannel, forward.FakeQuantAttrs{NumBits: 5, NarrowRange: true}, 2, testutil.New(t, shape, x), testutil.New(t, []int{3}, mins), testutil.New(t, []int{3}, maxs))
+		out := registrytest.MustRun(t, fqChannel, forward.FakeQuantAttrs{NumBits: 5, NarrowRange: true}, 2, testutil.New(t, shape, x), testutil.New(t, []int{3}, mins), testutil.New(t, []int{3}, maxs))
 		testutil.EqualBits(t, "rank "+tensorx.FormatShape(shape), out[0], want)
 	}
 	for _, shape := range [][]int{{0}, {0, 4}, {3, 0}, {2, 0, 5}} {
 		d := shape[len(shape)-1]
 		x := testutil.New(t, shape, []float32{})
 		mn, mx := testutil.New(t, []int{d}, fqFill(d, -1)), testutil.New(t, []int{d}, fqFill(d, 1))
-		out := testutil.MustRun(t, fqChannel, nil, 1, x, mn, mx)
+		out := registrytest.MustRun(t, fqChannel, nil, 1, x, mn, mx)
 		if !tensorx.SameShape(out[0].Shape(), shape) {
 			t.Fatalf("empty %v: shape %v", shape, out[0].Shape())
 		}
-		out = testutil.MustRun(t, fqChannelGrad, nil, 1, x, x, mn, mx)
+		out = registrytest.MustRun(t, fqChannelGrad, nil, 1, x, x, mn, mx)
 		testutil.EqualBits(t, "empty grad min", out[1], make([]float32, d))
 		testutil.EqualBits(t, "empty grad max", out[2], make([]float32, d))
 	}
@@ -427,7 +428,7 @@ func TestFakeQuantErrors(t *testing.T) {
 	x31 := testutil.New(t, []int{3, 1}, []float32{1, 2, 4})
 	v := func(s []int, x ...float32) *tensor.Dense { return testutil.New(t, s, x) }
 	run := func(op string, attrs any, in ...*tensor.Dense) error {
-		_, err := testutil.Run(t, op, attrs, 1, in...)
+		_, err := registrytest.Run(t, op, attrs, 1, in...)
 		return err
 	}
 	// FQE1..FQE4 (quantization_ops_test.py test_invalid_inputs).
@@ -504,7 +505,7 @@ func TestFakeQuantSamplesValid(t *testing.T) {
 				t.Fatalf("%s: %d samples", op, len(samples))
 			}
 			for _, s := range samples {
-				if _, err := testutil.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
+				if _, err := registrytest.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
 					t.Fatalf("%s sample %s: %v", op, s.Name, err)
 				}
 			}
@@ -841,9 +842,9 @@ func testFakeQuantLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype) {
 		var refSums []*tensor.Dense
 		for _, threads := range []int{1, 2} {
 			what := func(s string) string { return fmt.Sprintf("%v d=%d n=%d threads=%d: %s", dt, d, n, threads, s) }
-			y := testutil.MustRun(t, fqChannel, nil, threads, mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
+			y := registrytest.MustRun(t, fqChannel, nil, threads, mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
 			fqSameAll(t, what("forward"), tensorx.MustSlice[T](y), wantY)
-			out := testutil.MustRun(t, fqChannelGrad, nil, threads, mk(g, cs.rows, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))
+			out := registrytest.MustRun(t, fqChannelGrad, nil, threads, mk(g, cs.rows, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))
 			fqSameAll(t, what("input gradient"), tensorx.MustSlice[T](out[0]), wantBi)
 			for k, want := range [][]float64{wantB, wantA} {
 				got := tensorx.MustSlice[T](out[1+k])
@@ -860,7 +861,7 @@ func testFakeQuantLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype) {
 				fqSameAll(t, what("min gradient vs 1 thread"), tensorx.MustSlice[T](out[1]), tensorx.MustSlice[T](refSums[0]))
 				fqSameAll(t, what("max gradient vs 1 thread"), tensorx.MustSlice[T](out[2]), tensorx.MustSlice[T](refSums[1]))
 			}
-			adj := testutil.MustRun(t, fqChannelAdj, nil, threads, mk(dbi, cs.rows, d), mk(dmin, d), mk(dmax, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
+			adj := registrytest.MustRun(t, fqChannelAdj, nil, threads, mk(dbi, cs.rows, d), mk(dmin, d), mk(dmax, d), mk(x, cs.rows, d), mk(mins, d), mk(maxs, d))[0]
 			fqSameAll(t, what("adjoint"), tensorx.MustSlice[T](adj), wantAdj)
 		}
 	}
@@ -943,9 +944,9 @@ func testFakeQuantPerTensorLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype)
 					what := func(s string) string {
 						return fmt.Sprintf("%v range %v bits %d narrow %v n=%d threads=%d: %s", dt, rg, bits, narrow, n, threads, s)
 					}
-					y := testutil.MustRun(t, fqVars, attrs, threads, mk(x, n), mk(mins), mk(maxs))[0]
+					y := registrytest.MustRun(t, fqVars, attrs, threads, mk(x, n), mk(mins), mk(maxs))[0]
 					fqSameAll(t, what("Vars forward"), tensorx.MustSlice[T](y), wantY)
-					out := testutil.MustRun(t, fqVarsGrad, attrs, threads, mk(g, n), mk(x, n), mk(mins), mk(maxs))
+					out := registrytest.MustRun(t, fqVarsGrad, attrs, threads, mk(g, n), mk(x, n), mk(mins), mk(maxs))
 					fqSameAll(t, what("Vars input gradient"), tensorx.MustSlice[T](out[0]), wantBi)
 					for k, want := range []float64{wantB[0], wantA[0]} {
 						got := float64(tensorx.MustSlice[T](out[1+k])[0])
@@ -959,15 +960,15 @@ func testFakeQuantPerTensorLoops[T tensorx.Float](t *testing.T, dt tensor.Dtype)
 						fqSameAll(t, what("Vars min gradient vs 1 thread"), tensorx.MustSlice[T](out[1]), tensorx.MustSlice[T](refSums[0]))
 						fqSameAll(t, what("Vars max gradient vs 1 thread"), tensorx.MustSlice[T](out[2]), tensorx.MustSlice[T](refSums[1]))
 					}
-					adj := testutil.MustRun(t, fqVarsAdj, attrs, threads, mk(dbi, n), mk(dmin), mk(dmax), mk(x, n), mk(mins), mk(maxs))[0]
+					adj := registrytest.MustRun(t, fqVarsAdj, attrs, threads, mk(dbi, n), mk(dmin), mk(dmax), mk(x, n), mk(mins), mk(maxs))[0]
 					fqSameAll(t, what("Vars adjoint"), tensorx.MustSlice[T](adj), wantAdj)
 					if !(lo < hi) {
 						continue // Args refuses the range
 					}
 					// Args' float32 range widened to T is the same range.
-					ya := testutil.MustRun(t, fqArgs, args, threads, mk(x, n))[0]
+					ya := registrytest.MustRun(t, fqArgs, args, threads, mk(x, n))[0]
 					fqSameAll(t, what("Args forward"), tensorx.MustSlice[T](ya), fqScalarForward(grids, x, false))
-					ga := testutil.MustRun(t, fqArgsGrad, args, threads, mk(g, n), mk(x, n))[0]
+					ga := registrytest.MustRun(t, fqArgsGrad, args, threads, mk(g, n), mk(x, n))[0]
 					fqSameAll(t, what("Args gradient"), tensorx.MustSlice[T](ga), wantBi)
 				}
 			}
@@ -1059,7 +1060,7 @@ func TestFakeQuantAllocations(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, threads := range []int{1, 2} {
-			run := testutil.KernelRun(t, c.op+" "+c.name, c.op, c.attrs, threads, c.in)
+			run := registrytest.KernelRun(t, c.op+" "+c.name, c.op, c.attrs, threads, c.in)
 			run()
 			n := testing.AllocsPerRun(20, run)
 			t.Logf("%s %s, %d threads: %v allocations per run", c.op, c.name, threads, n)

@@ -10,9 +10,9 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/autodiff/golden"
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
-	"github.com/tapegrad/tapegrad/internal/golden"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )

@@ -14,6 +14,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // fpParAllocBound is what FractionalAvgPoolGrad may allocate per call
@@ -72,7 +73,7 @@ func TestFractionalAvgPoolGradAllocatesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, threads := range c.threads {
-			run := testutil.KernelRun(t, c.name, "FractionalAvgPoolGrad", c.attrs, threads, c.in)
+			run := registrytest.KernelRun(t, c.name, "FractionalAvgPoolGrad", c.attrs, threads, c.in)
 			run()
 			if threads == 1 {
 				n := testing.AllocsPerRun(20, run)

@@ -11,11 +11,12 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/autodiff/golden"
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
-	"github.com/tapegrad/tapegrad/internal/golden"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // TestFractionalAvgPoolSecondOrderChain checks a nonlinear composition to
@@ -97,11 +98,11 @@ func TestFractionalAvgPoolSpecExample(t *testing.T) {
 		{[]int64{0, 2, 5}, true, []float64{41.0 / 3, 26.0 / 3}},
 		{[]int64{0, 2, 5}, false, []float64{12.5, 26.0 / 3}},
 	} {
-		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: c.overlapping}, x, rows, fpInt64s(c.cols...))
 		testutil.Near(t, fmt.Sprintf("cols %v overlapping %v", c.cols, c.overlapping), out[0].Float64s(), c.want, 1e-15)
 	}
 	// FAP6: the example through the gradient op.
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 5, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 5, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{3, 3}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
 	testutil.Near(t, "FAP6", out[0].Float64s(), []float64{1, 1, 2, 1, 1}, 1e-15)
 }
 
@@ -109,10 +110,10 @@ func TestFractionalAvgPoolSpecExample(t *testing.T) {
 // and FAP7, of the forward op, are checked in package forward).
 func TestFractionalAvgPoolGradSpecVectors(t *testing.T) {
 	// FAP4.
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{}, fpInt64s(1, 4, 4, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{}, fpInt64s(1, 4, 4, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 2, 3, 4}), fpInt64s(0, 2, 4), fpInt64s(0, 2, 4))
 	testutil.Near(t, "FAP4", out[0].Float64s(), []float64{.25, .25, .5, .5, .25, .25, .5, .5, .75, .75, 1, 1, .75, .75, 1, 1}, 1e-15)
 	// FAP5.
-	out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 5, 5, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
+	out = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 5, 5, 1), testutil.New(t, []int{1, 2, 2, 1}, []float64{3, 6, 9, 12}), fpInt64s(0, 2, 5), fpInt64s(0, 2, 5))
 	third := 1.0 / 3
 	testutil.Near(t, "FAP5", out[0].Float64s(), []float64{
 		third, third, 1, 2 * third, 2 * third,
@@ -139,9 +140,9 @@ func TestFractionalAvgPoolWithSequencesForward(t *testing.T) {
 		name := fmt.Sprintf("%v/%v/pseudo=%v/ov=%v", c.shape, c.attrs.PoolingRatio, c.attrs.PseudoRandom, c.attrs.Overlapping)
 		for _, threads := range []int{1, 3} {
 			x32 := testutil.Convert[float32](xv)
-			o32 := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), "FractionalAvgPool", c.attrs, testutil.New(t, c.shape, x32))
+			o32 := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalAvgPool", c.attrs, testutil.New(t, c.shape, x32))
 			// Same input through the sequences op.
-			os := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), o32[1], o32[2])
+			os := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), o32[1], o32[2])
 			fpCheckAvg(t, name+"/seq-f32", os[0].Float32s(), o32[0].Float32s())
 			fpCheckAvg(t, name+"/seq-ref", os[0].Float32s(), fpRefAvg(x32, n, h, w, ch, o32[1].Int64s(), o32[2].Int64s(), c.attrs.Overlapping))
 		}
@@ -152,7 +153,7 @@ func TestFractionalAvgPoolWithSequencesForward(t *testing.T) {
 // toward zero, negative sums included.
 func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
 	x := testutil.New(t, []int{1, 1, 6, 1}, []int32{-3, -4, 5, 2, 7, -1})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4, 6))
 	// (-7)/2 = -3, 7/2 = 3, 6/2 = 3.
 	if fmt.Sprint(out[0].Int32s()) != "[-3 3 3]" {
 		t.Fatalf("int32 averages %v, want [-3 3 3]", out[0].Int32s())
@@ -165,16 +166,16 @@ func TestFractionalAvgPoolIntegerTruncation(t *testing.T) {
 func TestFractionalAvgPoolSignedZero(t *testing.T) {
 	nz := math.Copysign(0, -1)
 	x := testutil.New(t, []int{1, 1, 4, 1}, []float64{nz, nz, nz, 1})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := out[0].Float64s(); math.Signbit(v[0]) || math.Signbit(v[1]) {
 		t.Fatalf("forward of −0 cells: %v", v)
 	}
-	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 3, 1}, []float32{float32(nz), float32(nz), 2}), fpInt64s(0, 1), fpInt64s(0, 2, 3, 4))
 	if v := g[0].Float32s(); math.Signbit(float64(v[0])) || math.Signbit(float64(v[2])) || v[3] != 2 {
 		t.Fatalf("gradient of −0: %v", v)
 	}
 	// Overlapping: single and multiple contributions.
-	g = testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	g = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, fpInt64s(1, 1, 4, 1), testutil.New(t, []int{1, 1, 2, 1}, []float64{nz, nz}), fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	for i, v := range g[0].Float64s() {
 		if v != 0 || math.Signbit(v) {
 			t.Fatalf("overlapping gradient of −0: element %d = %v", i, v)
@@ -220,17 +221,17 @@ func TestFractionalAvgPoolGrad(t *testing.T) {
 			a := forward.FractionalPoolGradAttrs{Overlapping: ov}
 			for _, threads := range []int{1, 3} {
 				dyShape := []int{n, oh, ow, ch}
-				kc := func() *registry.KernelCtx { return testutil.SeededKC(threads, 1) }
-				o := testutil.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				kc := func() *registry.KernelCtx { return registrytest.SeededKC(threads, 1) }
+				o := registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f64", o[0].Float64s(), fpRefAvgGrad(dv, n, h, w, ch, rs, cs, ov))
 				d32 := testutil.Convert[float32](dv)
-				o = testutil.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/f32", o[0].Float32s(), fpRefAvgGrad(d32, n, h, w, ch, rs, cs, ov))
 				di := testutil.Convert[int32](dv)
-				o = testutil.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i32", o[0].Int32s(), fpRefAvgGrad(di, n, h, w, ch, rs, cs, ov))
 				dl := testutil.Convert[int64](dv)
-				o = testutil.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
+				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
 				fpCheckAvg(t, name+"/i64", o[0].Int64s(), fpRefAvgGrad(dl, n, h, w, ch, rs, cs, ov))
 			}
 		}
@@ -247,8 +248,8 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 		ov := i%2 == 1
 		x := fpRandDense(r, n, h, w, c)
 		y := fpRandDense(r, n, len(rows)-1, len(cols)-1, c)
-		px := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
-		gy := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
+		px := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		gy := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
 		l, rr := 0.0, 0.0
 		for k, v := range px.Float64s() {
 			l += v * y.Float64s()[k]
@@ -270,12 +271,12 @@ func TestFractionalAvgPoolGradSmallerBatch(t *testing.T) {
 	rows, cols := []int64{0, 2, 5}, []int64{0, 3, 4}
 	dy := fpRandDense(r, 1, 2, 2, 3)
 	for _, ov := range []bool{false, true} {
-		o := testutil.MustRunKC(t, testutil.SeededKC(2, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
+		o := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
 		want := fpRefAvgGrad(dy.Float64s(), 1, 5, 4, 3, rows, cols, ov)
 		want = append(want, make([]float64, 2*5*4*3)...)
 		fpCheckAvg(t, fmt.Sprintf("ov=%v", ov), o, want)
 		x := fpRandDense(r, 3, 5, 4, 3)
-		p := testutil.MustRunKC(t, testutil.SeededKC(2, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
+		p := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		if fmt.Sprint(p.Shape()) != "(1, 2, 2, 3)" {
 			t.Fatalf("output_batch 1: shape %v", p.Shape())
 		}
@@ -297,7 +298,7 @@ func TestFractionalAvgPoolLargeThreads(t *testing.T) {
 	for _, ov := range []bool{false, true} {
 		a := forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, PseudoRandom: true, Overlapping: ov,
 			Deterministic: true, Seed: 7, Seed2: 8}
-		ref := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalAvgPool", a, testutil.New(t, []int{n, h, w, c}, xv))
+		ref := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPool", a, testutil.New(t, []int{n, h, w, c}, xv))
 		rows, cols := ref[1].Int64s(), ref[2].Int64s()
 		oh, ow := len(rows)-1, len(cols)-1
 		dv := make([]float32, n*oh*ow*c)
@@ -306,10 +307,10 @@ func TestFractionalAvgPoolLargeThreads(t *testing.T) {
 		}
 		name := fmt.Sprintf("ov=%v", ov)
 		for _, threads := range []int{1, 2, 3} {
-			kc := testutil.SeededKC(threads, 1)
-			out := testutil.MustRunKC(t, kc, "FractionalAvgPool", a, testutil.New(t, []int{n, h, w, c}, xv))
+			kc := registrytest.SeededKC(threads, 1)
+			out := registrytest.MustRunKC(t, kc, "FractionalAvgPool", a, testutil.New(t, []int{n, h, w, c}, xv))
 			fpCheckAvg(t, name+"/fwd", out[0].Float32s(), fpRefAvg(xv, n, h, w, c, rows, cols, ov))
-			g := testutil.MustRunKC(t, kc, "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov},
+			g := registrytest.MustRunKC(t, kc, "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov},
 				fpInt64s(n, h, w, c), testutil.New(t, []int{n, oh, ow, c}, dv), ref[1], ref[2])
 			fpCheckAvg(t, name+"/grad", g[0].Float32s(), fpRefAvgGrad(dv, n, h, w, c, rows, cols, ov))
 		}

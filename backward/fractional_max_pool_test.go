@@ -14,6 +14,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/fracpool"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // TestFractionalMaxPoolSecondOrderChain: y = FractionalMaxPool(tanh(x)),
@@ -58,7 +59,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 	t.Helper()
 	n, h, w, c := shape[0], shape[1], shape[2], shape[3]
 	x := testutil.New(t, shape, xv)
-	out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), "FractionalMaxPool", a, x)
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalMaxPool", a, x)
 	y, rows, cols := out[0], out[1], out[2]
 	rs, cs := rows.Int64s(), cols.Int64s()
 	am := fpRefArgmax(xv, n, h, w, c, rs, cs, a.Overlapping)
@@ -76,7 +77,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 	for i, p := range am { // scatter in output order, in T
 		want[p] += dyv[i]
 	}
-	g := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), "FractionalMaxPoolGrad", ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalMaxPoolGrad", ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
 	fpCheckAvg(t, name+"/grad", tensorx.MustSlice[T](g[0]), want)
 	gv := make([]T, len(xv))
 	for i := range gv {
@@ -86,7 +87,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 	for i, p := range am {
 		wantGG[i] = gv[p]
 	}
-	gg := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), "tapegrad.FractionalMaxPoolGradGrad", ga, x, y, testutil.New(t, shape, gv), rows, cols)
+	gg := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "tapegrad.FractionalMaxPoolGradGrad", ga, x, y, testutil.New(t, shape, gv), rows, cols)
 	fpCheckAvg(t, name+"/gradgrad", tensorx.MustSlice[T](gg[0]), wantGG)
 }
 
@@ -97,29 +98,29 @@ func TestFractionalMaxPoolTies(t *testing.T) {
 	// One 2x2 cell with maxima at (0,1) and (1,0): (0,1) comes first.
 	x := testutil.New(t, []int{1, 2, 2, 1}, []float64{1, 5, 5, 2})
 	y := testutil.New(t, []int{1, 1, 1, 1}, []float64{5})
-	g := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{}, x, y, testutil.New(t, []int{1, 1, 1, 1}, []float64{3}), fpInt64s(0, 2), fpInt64s(0, 2))
+	g := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{}, x, y, testutil.New(t, []int{1, 1, 1, 1}, []float64{3}), fpInt64s(0, 2), fpInt64s(0, 2))
 	if fmt.Sprint(g[0].Float64s()) != "[0 3 0 0]" {
 		t.Fatalf("tie gradient %v, want [0 3 0 0]", g[0].Float64s())
 	}
 	// Overlapping cells sharing a maximum add both gradients there.
 	x = testutil.New(t, []int{1, 1, 5, 1}, []float64{1, 2, 9, 3, 4})
-	out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, x, testutil.New(t, []int{1, 1, 2, 1}, []float64{9, 9}), testutil.New(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: true}, x, testutil.New(t, []int{1, 1, 2, 1}, []float64{9, 9}), testutil.New(t, []int{1, 1, 2, 1}, []float64{1, 10}), fpInt64s(0, 1), fpInt64s(0, 2, 5))
 	if fmt.Sprint(out[0].Float64s()) != "[0 0 11 0 0]" {
 		t.Fatalf("shared maximum gradient %v, want [0 0 11 0 0]", out[0].Float64s())
 	}
 	// NaN: a NaN first element is the maximum; a later NaN is skipped.
 	nan := math.NaN()
 	x = testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	p := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
+	p := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{}, x, fpInt64s(0, 1), fpInt64s(0, 2, 4))
 	if v := p[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 0.5*(1+nan) && !math.IsNaN(v[1]) {
 		t.Fatalf("average with NaN: %v", v)
 	}
 	xm := testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	ym := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalMaxPool", forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
+	ym := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalMaxPool", forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
 	if v := ym[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 1 {
 		t.Fatalf("max with NaN: %v, want [NaN 1]", v)
 	}
-	gm := testutil.MustRunKC(t, testutil.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{}, xm, ym[0], testutil.New(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
+	gm := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalMaxPoolGrad", forward.FractionalPoolGradAttrs{}, xm, ym[0], testutil.New(t, []int{1, 1, 2, 1}, []float64{2, 3}), ym[1], ym[2])
 	if fmt.Sprint(gm[0].Float64s()) != "[2 0 3 0]" {
 		t.Fatalf("max gradient with NaN: %v, want [2 0 3 0]", gm[0].Float64s())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Tests of the fractional pooling family's gradient ops and gradients
@@ -392,7 +393,7 @@ func fpErrCases(t *testing.T) []fpErrCase {
 func TestFractionalPoolErrors(t *testing.T) {
 	for _, c := range fpErrCases(t) {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.RunKC(t, testutil.SeededKC(2, 1), c.op, c.attr, c.in...)
+			_, err := registrytest.RunKC(t, registrytest.SeededKC(2, 1), c.op, c.attr, c.in...)
 			testutil.WantErr(t, err, c.kind, c.op, c.msg)
 		})
 	}
@@ -531,7 +532,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 			x := f64(shape())
 			in = []*tensor.Dense{x, f64(shape()), f64(shape()), seq(), seq()}
 			if r.Intn(2) == 0 && x.Dims() == 4 { // a consistent orig_output half the time
-				res, err := testutil.RunKC(t, testutil.SeededKC(1, 1), "FractionalMaxPool", forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
+				res, err := registrytest.RunKC(t, registrytest.SeededKC(1, 1), "FractionalMaxPool", forward.FractionalPoolAttrs{PoolingRatio: []float32{1, 1.5, 1.5, 1}, Overlapping: ov}, x)
 				if err == nil {
 					g := in[2]
 					if op == "FractionalMaxPoolGrad" {
@@ -543,7 +544,7 @@ func TestFractionalPoolRobustness(t *testing.T) {
 				}
 			}
 		}
-		out, err := testutil.RunKC(t, testutil.SeededKC(1+r.Intn(3), int64(i)), op, attrs, in...)
+		out, err := registrytest.RunKC(t, registrytest.SeededKC(1+r.Intn(3), int64(i)), op, attrs, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("case %d %s %+v: internal error %v", i, op, attrs, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // bnParAllocBound is what a gradient op of the FusedBatchNorm family may
@@ -74,7 +75,7 @@ func TestFusedBatchNormGradAllocateNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, threads := range []int{1, 2} {
-			run := testutil.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
+			run := registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
 			run()
 			if threads == 1 {
 				n := testing.AllocsPerRun(20, run)

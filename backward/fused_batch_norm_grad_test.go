@@ -15,6 +15,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Tests of the gradient ops FusedBatchNormGrad and FusedBatchNormGradV3
@@ -95,7 +96,7 @@ func bnCheckGrad(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc bnre
 		if op == bnOpGradV3 {
 			in = append(in, testutil.Dense(t, dt, nil, []float64{0}))
 		}
-		out, err := testutil.Run(t, op, bnGAttrs(gc.Format, training, eps), threads, in...)
+		out, err := registrytest.Run(t, op, bnGAttrs(gc.Format, training, eps), threads, in...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,15 +137,15 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 		empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
 		var ref [][]float64
 		for _, threads := range []int{1, 2, 3, 8} {
-			fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
+			fw, err := registrytest.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, scale, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gr, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
-			gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+			gi, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,19 +173,19 @@ func TestFusedBatchNormThreadsBitIdentical(t *testing.T) {
 func bnRunAll(t *testing.T, threads int, format string, shape []int, x, dy, scale, offset, m, v *tensor.Dense) [][]float64 {
 	t.Helper()
 	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
-	fw, err := testutil.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, offset, empty, empty)
+	fw, err := registrytest.Run(t, bnOpV3, bnAttrs(format, true, 1e-3, 1), threads, x, scale, offset, empty, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := testutil.Run(t, bnOpV3, bnAttrs(format, false, 1e-3, 1), threads, x, scale, offset, m, v)
+	fi, err := registrytest.Run(t, bnOpV3, bnAttrs(format, false, 1e-3, 1), threads, x, scale, offset, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
+	gr, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, true, 1e-3), threads, dy, x, scale, fw[3], fw[4], fw[5])
 	if err != nil {
 		t.Fatal(err)
 	}
-	gi, err := testutil.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, m, v, fw[5])
+	gi, err := registrytest.Run(t, bnOpGradV3, bnGAttrs(format, false, 1e-3), threads, dy, x, scale, m, v, fw[5])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestFusedBatchNormGradSpecVectors(t *testing.T) {
 			if op == bnOpGradV3 {
 				in = append(in, bnF32Vec(t, nil, 0))
 			}
-			out, err := testutil.Run(t, op, forward.FusedBatchNormGradAttrs{Epsilon: bnPtr(float32(0.001))}, 1, in...)
+			out, err := registrytest.Run(t, op, forward.FusedBatchNormGradAttrs{Epsilon: bnPtr(float32(0.001))}, 1, in...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,7 +325,7 @@ func TestFusedBatchNormGradSpecVectors(t *testing.T) {
 	t.Run("FBG2", func(t *testing.T) {
 		dy := bnF32Vec(t, []int{1, 1, 6, 1}, 1, 2, 3, 4, 5, 6)
 		gx := bnF32Vec(t, []int{1, 1, 6, 1}, 5, 7, 9, 11, 13, 15)
-		out, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
+		out, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 0.001), 1, dy, gx,
 			bnF32Vec(t, []int{1}, 4), bnF32Vec(t, []int{1}, 10), bnF32Vec(t, []int{1}, 11.67))
 		if err != nil {
 			t.Fatal(err)
@@ -337,7 +338,7 @@ func TestFusedBatchNormGradSpecVectors(t *testing.T) {
 		ex := bnF32Vec(t, []int{2, 0, 3, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
 		for _, training := range []bool{true, false} {
-			out, err := testutil.Run(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
+			out, err := registrytest.Run(t, bnOpGradV3, bnGAttrs("NHWC", training, 0.001), 1, ex, ex, three, three, three, bnF32Vec(t, nil, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,7 +401,7 @@ func TestFusedBatchNormGradErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := testutil.Run(t, tc.op, tc.attrs, 2, tc.in...)
+			_, err := registrytest.Run(t, tc.op, tc.attrs, 2, tc.in...)
 			testutil.WantErr(t, err, tc.kind, tc.msg, tc.op)
 		})
 	}
@@ -428,11 +429,11 @@ func TestFusedBatchNormGradNCHWInference(t *testing.T) {
 	}
 	c3 := func(v ...float64) *tensor.Dense { return testutil.Dense(t, tensor.Float64, []int{3}, v) }
 	scale, m, v := c3(0.5, 1, -2), c3(0.1, 0.2, -0.3), c3(1, 2, 0.5)
-	a, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, shape, dy), testutil.Dense(t, tensor.Float64, shape, x), scale, m, v)
+	a, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NCHW", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, shape, dy), testutil.Dense(t, tensor.Float64, shape, x), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := testutil.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, nhwc, tr(dy)), testutil.Dense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
+	b, err := registrytest.Run(t, bnOpGradV1, bnGAttrs("NHWC", false, 1e-3), 1, testutil.Dense(t, tensor.Float64, nhwc, tr(dy)), testutil.Dense(t, tensor.Float64, nhwc, tr(x)), scale, m, v)
 	if err != nil {
 		t.Fatal(err)
 	}

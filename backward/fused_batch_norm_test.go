@@ -11,6 +11,7 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 var bnOps = []string{"FusedBatchNorm", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3"}
@@ -78,7 +79,7 @@ func TestFusedBatchNormGradGradThroughForward(t *testing.T) {
 // function sees nil upstreams in every combination.
 func TestFusedBatchNormGradGradPerOutput(t *testing.T) {
 	for _, name := range []string{"FusedBatchNormGrad", "FusedBatchNormGradV3"} {
-		def := testutil.GradOp(t, name)
+		def := registrytest.GradOp(t, name)
 		ss, err := gradcheck.OpSamples(def, 4, 4)
 		if err != nil {
 			t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Helpers of the gradient ops' kernels registered in this package (the
-// same as package forward's).
+// Helpers of the gradient kernels registered in this package (the same as
+// package forward's for its kernels).
 
 // floatKernels returns the kernel map of an op implemented for float32 and
 // float64 by one generic kernel.
@@ -34,3 +34,10 @@ func like(kc *registry.KernelCtx, x *tensor.Dense) (*tensor.Dense, error) {
 // kernel dispatch (it panics on a mismatch, which Run reports as an
 // internal error).
 func data[T tensorx.Elem](d *tensor.Dense) []T { return tensorx.MustSlice[T](d) }
+
+// serial reports whether parallel.For(threads, n, grain, fn) would run fn
+// on the caller's goroutine alone (one thread, or a single chunk). Hot
+// kernels test it and call their loop directly: a closure handed to
+// parallel.For escapes to the heap, an allocation per op even when the
+// loop then runs serially.
+func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain, 1) }

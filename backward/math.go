@@ -1,18 +1,51 @@
 package backward
 
 import (
+	"strconv"
+	"strings"
+
+	"gorgonia.org/tensor"
+
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/ewkern"
+	"github.com/tapegrad/tapegrad/internal/parallel"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Gradients of the elementwise math family, as TensorFlow's math_grad.py
-// and nn_grad.py register them, built only from registered ops so that
-// they can be differentiated again. The binary ops reduce the gradient of
-// a broadcast operand back to its shape with sumToShape. The gradient ops
-// (SqrtGrad, ..., Relu6Grad) have their own gradients, so every order
-// works.
+// The elementwise math family's gradient kernels, TensorFlow's SqrtGrad,
+// RsqrtGrad, SigmoidGrad, TanhGrad (inputs y, dy) and ReluGrad, Relu6Grad
+// (inputs gradients, features), whose loops are in internal/ewkern; and
+// the gradients of the family, as TensorFlow's math_grad.py and nn_grad.py
+// register them, built only from registered ops so that they can be
+// differentiated again. The binary ops reduce the gradient of a broadcast
+// operand back to its shape with sumToShape. The gradient kernels have
+// their own gradients, so every order works.
+
+// ewGrain is the chunk size (elements) of the parallel gradient loops.
+const ewGrain = 1 << 14
 
 func init() {
+	for _, g := range []struct {
+		name, doc string
+		loop32    func(out, a, b []float32)
+		loop64    func(out, a, b []float64)
+		in0, in1  string
+		out       string
+	}{
+		{"SqrtGrad", "z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x)", ewkern.SqrtGrad[float32], ewkern.SqrtGrad[float64], "y", "dy", "z"},
+		{"RsqrtGrad", "z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x)", ewkern.RsqrtGrad[float32], ewkern.RsqrtGrad[float64], "y", "dy", "z"},
+		{"SigmoidGrad", "z = dy * y * (1 - y), the gradient of y = sigmoid(x)", ewkern.SigmoidGrad[float32], ewkern.SigmoidGrad[float64], "y", "dy", "z"},
+		{"TanhGrad", "z = dy * (1 - y^2), the gradient of y = tanh(x)", ewkern.TanhGrad[float32], ewkern.TanhGrad[float64], "y", "dy", "z"},
+		{"ReluGrad", "backprops = gradients * (features > 0), the gradient of Relu (features: its input or output)", ewkern.ReluGrad[float32], ewkern.ReluGrad[float64], "gradients", "features", "backprops"},
+		{"Relu6Grad", "backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output)", ewkern.Relu6Grad[float32], ewkern.Relu6Grad[float64], "gradients", "features", "backprops"},
+	} {
+		registry.MustRegister(&registry.OpDef{Name: g.name, Doc: g.doc,
+			Inputs: args(g.in0, g.in1), Outputs: args(g.out),
+			Kernels: floatKernels(ewGradKernel(g.name, g.loop32), ewGradKernel(g.name, g.loop64)),
+			Samples: ewGradSamples(g.name)})
+	}
+
 	registry.MustSetGradient("AddV2", addGrad)
 	registry.MustSetGradient("Sub", subGrad)
 	registry.MustSetGradient("Mul", mulGrad)
@@ -63,6 +96,49 @@ func init() {
 	registry.MustSetGradient("L2Loss", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, n.Inputs()[0], g) }), nil
 	})
+}
+
+// ewGradKernel returns the kernel of an elementwise gradient op over two
+// inputs of the same shape (TensorFlow does not broadcast them); loop
+// computes one chunk of the output.
+func ewGradKernel[T tensorx.Float](op string, loop func(out, a, b []T)) registry.Kernel {
+	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		a, b := in[0], in[1]
+		if b.Dtype() != a.Dtype() {
+			return nil, registry.Errorf(registry.ErrDtype, "%s: input 1 has dtype %v, expected %v like input 0", op, b.Dtype(), a.Dtype())
+		}
+		if !tensorx.SameShape(a.Shape(), b.Shape()) {
+			return nil, registry.Errorf(registry.ErrShape, "%s: inputs must be the same size, got shapes %s and %s", op, shapeDebugString(a.Shape()), shapeDebugString(b.Shape()))
+		}
+		out, err := like(kc, a)
+		if err != nil {
+			return nil, err
+		}
+		x, y, o := data[T](a), data[T](b), data[T](out)
+		if threads := kc.NumThreads(); serial(threads, len(o), ewGrain) {
+			loop(o, x, y)
+		} else {
+			parallel.For(threads, len(o), ewGrain, func(lo, hi int) {
+				loop(o[lo:hi], x[lo:hi], y[lo:hi])
+			})
+		}
+		return kc.Results(out), nil
+	}
+}
+
+// shapeDebugString formats a shape as TensorFlow's TensorShape.DebugString
+// does: "[2,3]", "[]" for a scalar.
+func shapeDebugString(s []int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, d := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // unary returns the one-input gradient f(dy[0]), or nil if no gradient

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -13,6 +14,8 @@ import (
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 var mathOps = []string{
@@ -213,7 +216,7 @@ func TestL2LossGradValues(t *testing.T) {
 // (float32 tolerances): the gradient path runs the float32 grad kernels.
 func TestMathGradFloat32(t *testing.T) {
 	for _, name := range []string{"Mul", "RealDiv", "Sqrt", "Rsqrt", "Sigmoid", "Tanh", "Exp", "Log", "Relu"} {
-		def := testutil.GradOp(t, name)
+		def := registrytest.GradOp(t, name)
 		ss, err := gradcheck.OpSamples(def, 1, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -255,5 +258,142 @@ func TestMathGradErrors(t *testing.T) {
 	}
 	if g[1].Dtype() != tensor.Int32 {
 		t.Fatalf("shape input gradient dtype %v", g[1].Dtype())
+	}
+}
+
+// gkClose compares got with want at relative tolerance rtol (plus rtol as
+// absolute tolerance near zero); NaNs must match NaNs.
+func gkClose(t *testing.T, what string, got, want []float64, rtol float64) {
+	t.Helper()
+	testutil.Close(t, what, got, want, testutil.Tol{Rel: rtol, RelFloor: 1, NaN: true})
+}
+
+// gkGradRef are the float64 reference formulas of the gradient ops.
+var gkGradRef = map[string]func(a, b float64) float64{
+	"SqrtGrad": func(y, dy float64) float64 {
+		if dy == 0 {
+			return 0
+		}
+		return dy * 0.5 / y
+	},
+	"RsqrtGrad": func(y, dy float64) float64 {
+		if dy == 0 || y == 0 {
+			return 0
+		}
+		return -0.5 * dy * y * y * y
+	},
+	"SigmoidGrad": func(y, dy float64) float64 { return dy * y * (1 - y) },
+	"TanhGrad":    func(y, dy float64) float64 { return dy * (1 - y*y) },
+	"ReluGrad": func(g, f float64) float64 {
+		if f > 0 {
+			return g
+		}
+		return g * 0
+	},
+	"Relu6Grad": func(g, f float64) float64 {
+		if f > 0 && f < 6 {
+			return g
+		}
+		return g * 0
+	},
+}
+
+func TestGradOps(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	for name, ref := range gkGradRef {
+		for _, s := range [][]int{{}, {0}, {9}, {3, 4}, {2, 1, 3}, {40000}} {
+			n, _ := tensorx.Numel(s)
+			a, b := make([]float64, n), make([]float64, n)
+			for i := range a {
+				a[i], b[i] = r.Float64()*4-2, r.Float64()*4-2
+				if name == "Relu6Grad" {
+					b[i] = r.Float64()*10 - 2
+				}
+			}
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				ra, rb := testutil.Round(dt, a), testutil.Round(dt, b)
+				want := make([]float64, n)
+				for i := range want {
+					want[i] = ref(ra[i], rb[i])
+				}
+				out := registrytest.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, a), testutil.Dense(t, dt, s, b))[0]
+				tol := 1e-15
+				if dt == tensor.Float32 {
+					tol = 1e-6
+				}
+				gkClose(t, fmt.Sprintf("%s %v %v", name, dt, s), testutil.Float64s(t, out), want, tol)
+			}
+		}
+	}
+}
+
+// TestGradOpsSpecialValues pins TensorFlow's kernel behaviour: ReluGrad
+// multiplies by a 0/1 mask (NaN gradients stay NaN), SqrtGrad and RsqrtGrad
+// give 0 where dy == 0 even at y == 0.
+func TestGradOpsSpecialValues(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	cases := []struct {
+		op         string
+		a, b, want []float64
+	}{
+		{"ReluGrad", []float64{nan, 1, 2, 3, inf}, []float64{-1, 0, 1, nan, -1}, []float64{nan, 0, 2, 0, nan}},
+		{"Relu6Grad", []float64{1, 2, 3, 4, nan}, []float64{0, 6, 5.9, 6.1, 1}, []float64{0, 0, 3, 0, nan}},
+		{"SqrtGrad", []float64{0, 0, 2}, []float64{0, 1, 1}, []float64{0, inf, 0.25}},
+		{"RsqrtGrad", []float64{0, nan, 2}, []float64{1, 0, 1}, []float64{0, 0, -4}},
+	}
+	for _, c := range cases {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			out := registrytest.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.a)}, c.a), testutil.Dense(t, dt, []int{len(c.b)}, c.b))[0]
+			gkClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), c.want, 1e-7)
+		}
+	}
+}
+
+func TestGradOpsErrors(t *testing.T) {
+	f64 := func(shape ...int) *tensor.Dense {
+		d, _ := tensorx.Zeros(tensor.Float64, shape)
+		return d
+	}
+	f32, _ := tensorx.Zeros(tensor.Float32, []int{3})
+	for name := range gkGradRef {
+		if _, err := registrytest.Run(t, name, nil, 1, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s shapes [3], [1]: err = %v", name, err)
+		}
+		if _, err := registrytest.Run(t, name, nil, 1, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
+			t.Errorf("%s dtype mismatch: err = %v", name, err)
+		}
+	}
+}
+
+// TestGradKernelSamples checks that every sample generator of the
+// elementwise gradient kernels produces inputs the op accepts.
+func TestGradKernelSamples(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	for _, name := range []string{"SqrtGrad", "RsqrtGrad", "SigmoidGrad", "TanhGrad", "ReluGrad", "Relu6Grad"} {
+		def, err := registry.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if def.Samples == nil {
+			t.Fatalf("%s has no sample generator", name)
+		}
+		ss := def.Samples(r)
+		if len(ss) < 3 {
+			t.Errorf("%s: only %d samples", name, len(ss))
+		}
+		for _, s := range ss {
+			out, err := registrytest.Run(t, name, s.Attrs, 1, s.Inputs...)
+			if err != nil {
+				t.Errorf("%s sample %s: %v", name, s.Name, err)
+				continue
+			}
+			for _, o := range out {
+				for _, v := range testutil.Float64s(t, o) {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Errorf("%s sample %s: non-finite output", name, s.Name)
+					}
+				}
+			}
+		}
 	}
 }

@@ -1,14 +1,30 @@
 package backward
 
 import (
+	"math/rand"
+
+	"gorgonia.org/tensor"
+
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/redkern"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Gradients of MatMul (math_grad.py) and of BiasAdd and BiasAddGrad
-// (nn_grad.py), as TensorFlow registers them.
+// BiasAddGrad, the gradient kernel of BiasAdd, and the gradients of MatMul
+// (math_grad.py) and of BiasAdd and BiasAddGrad (nn_grad.py), as
+// TensorFlow registers them.
 
 func init() {
+	registry.MustRegister(&registry.OpDef{
+		Name:    "BiasAddGrad",
+		Doc:     "the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one",
+		Inputs:  args("out_backprop"),
+		Outputs: args("output"),
+		Attrs:   forward.BiasAddAttrs{},
+		Kernels: floatKernels(biasAddGradKernel[float32], biasAddGradKernel[float64]),
+		Samples: biasAddGradSamples,
+	})
 	registry.MustSetGradient("MatMul", mmMatMulGrad)
 	registry.MustSetGradient("BiasAdd", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil {
@@ -24,6 +40,48 @@ func init() {
 		return out, nil
 	})
 	registry.MustSetGradient("BiasAddGrad", mmBiasAddGradGrad)
+}
+
+// biasAddGradKernel sums out_backprop over every dimension but the channel
+// one; float32 sums accumulate in float64.
+func biasAddGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	at := attrs.(forward.BiasAddAttrs)
+	g := in[0]
+	gs := g.Shape()
+	cd, err := at.ChannelDim("BiasAddGrad", gs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := kc.Output(g.Dtype(), gs[cd])
+	if err != nil {
+		return nil, err
+	}
+	var bitmap [tensorx.MaxRank]bool
+	for i := range gs {
+		bitmap[i] = i != cd
+	}
+	if err := redkern.Into(kc.NumThreads(), kcScratch[float64]{kc}, data[T](g), redkern.NewPlan(gs, bitmap), data[T](out), false); err != nil {
+		return nil, err
+	}
+	return kc.Results(out), nil
+}
+
+// kcScratch hands out a kernel context's scratch memory to the reduction
+// loops (a redkern.Scratch).
+type kcScratch[A redkern.Num] struct{ kc *registry.KernelCtx }
+
+// Scratch returns n accumulators of scratch memory.
+func (s kcScratch[A]) Scratch(n int) ([]A, error) { return registry.Scratch[A](s.kc, n, false) }
+
+// biasAddGradSamples are BiasAddGrad's gradient-sweep samples, both data
+// formats, N(0, 1) entries.
+func biasAddGradSamples(r *rand.Rand) []registry.Sample {
+	return []registry.Sample{
+		{Name: "nhwc-3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NHWC"}, Inputs: []*tensor.Dense{normalSample(r, 3, 4)}},
+		{Name: "nhwc-2x2x3x2", Attrs: forward.BiasAddAttrs{}, Inputs: []*tensor.Dense{normalSample(r, 2, 2, 3, 2)}},
+		{Name: "nchw-2x3x2x2", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{normalSample(r, 2, 3, 2, 2)}},
+		{Name: "nchw-2x3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{normalSample(r, 2, 3, 4)}},
+	}
 }
 
 // mmMatMulGrad: for c = op(a)·op(b) with upstream g,

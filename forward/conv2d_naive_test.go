@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // A float64 reference for the Conv2D family, written directly from
@@ -150,7 +151,7 @@ func convCheckRef(t *testing.T, c fmt.Stringer, ops [3]string, g convRef, ok boo
 	f := testutil.Normal(r, testutil.Numel(fs))
 	if !ok {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			_, err := testutil.Run(t, ops[0], attrs, 1, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
+			_, err := registrytest.Run(t, ops[0], attrs, 1, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
 			if err == nil || !strings.Contains(err.Error(), "Computed output size would be negative") {
 				t.Fatalf("%v: want a negative-output-size error, got %v", c, err)
 			}
@@ -172,17 +173,17 @@ func convCheckRef(t *testing.T, c fmt.Stringer, ops [3]string, g convRef, ok boo
 		var first [3]*tensor.Dense
 		for _, threads := range []int{1, 3} {
 			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			out, err := testutil.Run(t, ops[0], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
+			out, err := registrytest.Run(t, ops[0], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, ops[0], err)
 			}
 			testutil.CloseBound(t, name+"/"+ops[0], out[0], ys, wantY, boundY, rel)
-			dx, err := testutil.Run(t, ops[1], attrs, threads, testutil.Ints(t, xs...), testutil.Dense(t, dt, fs, f), testutil.Dense(t, dt, ys, dy))
+			dx, err := registrytest.Run(t, ops[1], attrs, threads, testutil.Ints(t, xs...), testutil.Dense(t, dt, fs, f), testutil.Dense(t, dt, ys, dy))
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, ops[1], err)
 			}
 			testutil.CloseBound(t, name+"/"+ops[1], dx[0], xs, wantDx, boundDx, rel)
-			df, err := testutil.Run(t, ops[2], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, dt, ys, dy))
+			df, err := registrytest.Run(t, ops[2], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, dt, ys, dy))
 			if err != nil {
 				t.Fatalf("%s: %s: %v", name, ops[2], err)
 			}

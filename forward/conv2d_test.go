@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // convAttrsFor returns attrs in the layout of g.
@@ -174,7 +175,7 @@ func TestConv2DSamples(t *testing.T) {
 			t.Fatalf("%s: %d samples", op, len(samples))
 		}
 		for _, s := range samples {
-			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
+			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
@@ -306,7 +307,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 				default:
 					in = []*tensor.Dense{image(v.x), testutil.Ints(t, v.sizes...), image(v.dy)}
 				}
-				out, err := testutil.Run(t, v.op, v.attrs(nchw), 2, in...)
+				out, err := registrytest.Run(t, v.op, v.attrs(nchw), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -353,8 +354,8 @@ func TestConv2DAttrs(t *testing.T) {
 	x := testutil.Dense(t, tensor.Float64, []int{1, 3, 3, 1}, testutil.Arange(testutil.Numel([]int{1, 3, 3, 1})))
 	f := testutil.Dense(t, tensor.Float64, []int{2, 2, 1, 1}, testutil.Arange(testutil.Numel([]int{2, 2, 1, 1})))
 	no := false
-	r1, err1 := testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", UseCudnnOnGPU: &no}, 1, x, f)
-	r2, err2 := testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}, 1, x, f)
+	r1, err1 := registrytest.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", UseCudnnOnGPU: &no}, 1, x, f)
+	r2, err2 := registrytest.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}, 1, x, f)
 	if err1 != nil || err2 != nil || !testutil.BitEqual(t, r1[0], r2[0]) {
 		t.Fatalf("use_cudnn_on_gpu changed the result: %v %v", err1, err2)
 	}
@@ -489,7 +490,7 @@ func TestConv2DErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			_, err := registrytest.Run(t, c.op, c.attrs, 2, c.in(t)...)
 			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
@@ -510,24 +511,24 @@ func TestConv2DEmpty(t *testing.T) {
 		testutil.CloseBound(t, name, out[0], shape, make([]float64, testutil.Numel(shape)), make([]float64, testutil.Numel(shape)), 0)
 	}
 	// Zero output channels: empty output, even with an empty filter.
-	out, err := testutil.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
+	out, err := registrytest.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
 	check("conv-o0", out, err, []int{1, 2, 2, 0})
 	// Empty input depth with a non-empty output: zeros.
-	out, err = testutil.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 0), f64(2, 2, 1, 2))
+	out, err = registrytest.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 0), f64(2, 2, 1, 2))
 	check("conv-c0", out, err, []int{1, 2, 2, 2})
 	// VALID with the input shorter than the filter truncates to an empty axis.
-	out, err = testutil.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
+	out, err = registrytest.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("conv-degenerate", out, err, []int{1, 2, 0, 1})
 	// Backprop filter with an empty out_backprop (and non-empty input): zeros.
-	out, err = testutil.Run(t, "Conv2DBackpropFilter", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
+	out, err = registrytest.Run(t, "Conv2DBackpropFilter", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
 		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
 	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
 	// Backprop filter of an empty filter shape (also one with Cf = 0):
 	// empty, before any other shape check (TensorFlow's kernel order).
-	out, err = testutil.Run(t, "Conv2DBackpropFilter", v, 1, f64(1, 5, 5, 2), testutil.Ints(t, 2, 2, 0, 3), f64(1, 4, 4, 3))
+	out, err = registrytest.Run(t, "Conv2DBackpropFilter", v, 1, f64(1, 5, 5, 2), testutil.Ints(t, 2, 2, 0, 3), f64(1, 4, 4, 3))
 	check("bf-cf0", out, err, []int{2, 2, 0, 3})
 	// Backprop input with an empty filter (KW = 0) and non-empty dy: zeros.
-	out, err = testutil.Run(t, "Conv2DBackpropInput", v, 1, testutil.Ints(t, 1, 2, 2, 1), f64(1, 0, 1, 1), f64(1, 2, 3, 1))
+	out, err = registrytest.Run(t, "Conv2DBackpropInput", v, 1, testutil.Ints(t, 1, 2, 2, 1), f64(1, 0, 1, 1), f64(1, 2, 3, 1))
 	check("bi-empty-filter", out, err, []int{1, 2, 2, 1})
 }
 
@@ -707,7 +708,7 @@ func TestConv2DRandomized(t *testing.T) {
 			}
 			op, in, want = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, sizes...), mk(dys)}, sizes
 		}
-		out, err := testutil.Run(t, op, a, 1+it%3, in...)
+		out, err := registrytest.Run(t, op, a, 1+it%3, in...)
 		name := fmt.Sprintf("#%d %s %+v %v", it, op, a, []any{xs, fs, dys})
 		if err != nil {
 			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
@@ -788,7 +789,7 @@ func TestConv2DBackpropFilterFloat32Accuracy(t *testing.T) {
 		dyv[i] = float64(float32(0.5 + r.Float64()))
 	}
 	a := Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	out, err := testutil.Run(t, "Conv2DBackpropFilter", a, 2, testutil.Dense(t, tensor.Float32, []int{n, h, w, 1}, xv),
+	out, err := registrytest.Run(t, "Conv2DBackpropFilter", a, 2, testutil.Dense(t, tensor.Float32, []int{n, h, w, 1}, xv),
 		testutil.Ints(t, 1, 1, 1, 2), testutil.Dense(t, tensor.Float32, []int{n, h, w, 2}, dyv))
 	if err != nil {
 		t.Fatal(err)
@@ -850,7 +851,7 @@ func FuzzConv2D(f *testing.F) {
 			dys := l.shape(abs(0), abs(12), abs(13), abs(7))
 			op, in = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, fs...), mk(dys)}
 		}
-		out, err := testutil.Run(t, op, a, 1+int(mode>>7), in...)
+		out, err := registrytest.Run(t, op, a, 1+int(mode>>7), in...)
 		if err != nil {
 			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
 				t.Fatalf("%s %+v %v: %v", op, a, in, err)

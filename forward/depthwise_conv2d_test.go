@@ -12,6 +12,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------
@@ -112,7 +113,7 @@ func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
 	f := testutil.Normal(r, testutil.Numel(fs))
 	if !c.ok {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			_, err := testutil.Run(t, op, attrs, 1, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
+			_, err := registrytest.Run(t, op, attrs, 1, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
 			if err == nil || !strings.Contains(err.Error(), "Computed output size would be negative") {
 				t.Fatalf("%v: want a negative-output-size error, got %v", c, err)
 			}
@@ -130,7 +131,7 @@ func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
 		var first *tensor.Dense
 		for _, threads := range []int{1, 3} {
 			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			out, err := testutil.Run(t, op, attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
+			out, err := registrytest.Run(t, op, attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -204,7 +205,7 @@ func TestDepthwiseConv2dSamples(t *testing.T) {
 			unequal = unequal || a.Strides[l.h] != a.Strides[l.w]
 			dilated = dilated || a.Dilations[l.h] > 1 || a.Dilations[l.w] > 1
 			mults[s.Inputs[1].Shape()[3]] = true
-			out, err := registry.Run(def, testutil.KC(0), s.Attrs, s.Inputs)
+			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
 			if err != nil {
 				t.Fatalf("%s %s: %v", op, s.Name, err)
 			}
@@ -228,7 +229,7 @@ func TestDepthwiseConv2dMatchesConv2D(t *testing.T) {
 	xs, fs := []int{2, 7, 6, 1}, []int{3, 2, 1, 3}
 	x, f := testutil.Dense(t, tensor.Float64, xs, testutil.Normal(r, testutil.Numel(xs))), testutil.Dense(t, tensor.Float64, fs, testutil.Normal(r, testutil.Numel(fs)))
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 2, 1, 1}, Padding: "SAME", Dilations: []int{1, 1, 2, 1}}
-	got, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
+	got, err := registrytest.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 				s := [2]int{max(1, v.strides[0]), max(1, v.strides[1])}
 				c := dwSampleCfg{format: format, sh: s[0], sw: s[1], dh: 1, dw: 1, padding: v.padding}
 				in := []*tensor.Dense{image(v.x, nil), filter()}
-				out, err := testutil.Run(t, v.op, c.attrs(), 2, in...)
+				out, err := registrytest.Run(t, v.op, c.attrs(), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -325,7 +326,7 @@ func TestDepthwiseConv2dDilatedVector(t *testing.T) {
 	a := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID", Dilations: []int{1, 2, 1, 1}}
 	x := testutil.Dense(t, tensor.Float64, []int{1, 4, 4, 1}, testutil.Arange(testutil.Numel([]int{16})))
 	f := testutil.Dense(t, tensor.Float64, []int{2, 2, 1, 1}, testutil.Arange(testutil.Numel([]int{4})))
-	out, err := testutil.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
+	out, err := registrytest.Run(t, "DepthwiseConv2dNative", a, 1, x, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.Run(t, c.op, c.attrs, 2, c.in(t)...)
+			_, err := registrytest.Run(t, c.op, c.attrs, 2, c.in(t)...)
 			testutil.WantErr(t, err, c.kind, c.substr, c.op)
 		})
 	}
@@ -465,19 +466,19 @@ func TestDepthwiseConv2dEmpty(t *testing.T) {
 	}
 	ex := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "EXPLICIT", ExplicitPaddings: []int{0, 0, 1, 1, 1, 1, 0, 0}}
 	// M = 0: empty output.
-	out, err := testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
+	out, err := registrytest.Run(t, "DepthwiseConv2dNative", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))
 	check("m0", out, err, []int{1, 2, 2, 0})
 	// Empty batch.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", v, 1, f64(0, 3, 3, 2), f64(2, 2, 2, 1))
 	check("n0", out, err, []int{0, 2, 2, 2})
 	// Empty image with padding: zeros.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 0, 2, 2), f64(1, 1, 2, 2))
 	check("h0-padded", out, err, []int{1, 2, 4, 4})
 	// Empty filter window: empty sums.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", ex, 1, f64(1, 2, 2, 1), f64(0, 1, 1, 2))
 	check("kh0", out, err, []int{1, 5, 4, 2})
 	// VALID with the input shorter than the filter truncates to an empty axis.
-	out, err = testutil.Run(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
+	out, err = registrytest.Run(t, "DepthwiseConv2dNative", DepthwiseConv2dAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("degenerate", out, err, []int{1, 2, 0, 1})
 }
 
@@ -515,7 +516,7 @@ func TestDepthwiseConv2dNoPanics(t *testing.T) {
 		const op = "DepthwiseConv2dNative"
 		xs, fs := shape(), shape()
 		in := []*tensor.Dense{testutil.Dense(t, tensor.Float32, xs, make([]float64, testutil.Numel(xs))), testutil.Dense(t, tensor.Float32, fs, make([]float64, testutil.Numel(fs)))}
-		out, err := testutil.Run(t, op, a, 2, in...)
+		out, err := registrytest.Run(t, op, a, 2, in...)
 		if errors.Is(err, registry.ErrInternal) {
 			t.Fatalf("%s %+v x%v f%v: %v", op, a, xs, fs, err)
 		}

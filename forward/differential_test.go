@@ -10,8 +10,8 @@ import (
 
 	"github.com/tapegrad/tapegrad/autodiff/gradcheck"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 
 	_ "github.com/tapegrad/tapegrad/autodiff" // registers every op, the gradient ops of package backward included
 )
@@ -44,7 +44,7 @@ const diffThreads = 3
 // threads goroutines, and a random source seeded identically every time
 // (so ops drawing random numbers see the same ones in every run).
 func runOp(def *registry.OpDef, attrs any, in []*tensor.Dense, threads int) ([]*tensor.Dense, error) {
-	return registry.Run(def, testutil.SeededKC(threads, 1), attrs, in)
+	return registry.Run(def, registrytest.SeededKC(threads, 1), attrs, in)
 }
 
 // roundInputs returns the sample's inputs with every float tensor rounded

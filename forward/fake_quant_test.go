@@ -12,6 +12,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // Tests of the fake-quant family's forward ops: the spec's PerChannel test
@@ -65,7 +66,7 @@ func TestFakeQuantPerChannelSpecVectors(t *testing.T) {
 		d := v.shape[len(v.shape)-1]
 		attrs := FakeQuantAttrs{NumBits: v.bits, NarrowRange: v.narrow}
 		for _, threads := range []int{1, 3} {
-			out := testutil.MustRun(t, fqChannel, attrs, threads,
+			out := registrytest.MustRun(t, fqChannel, attrs, threads,
 				testutil.New(t, v.shape, v.in), testutil.New(t, []int{d}, fqFill(d, v.min)), testutil.New(t, []int{d}, fqFill(d, v.max)))
 			testutil.EqualBits(t, v.id, out[0], v.want)
 		}
@@ -81,7 +82,7 @@ func TestFakeQuantPerChannelSpecVectors(t *testing.T) {
 		// grid differs from float32's in the last bits where the range is
 		// not exact in float32 (FQ2's 63.65 - -0.1 is 63.75 in float32
 		// only), so the values agree to float32 precision.
-		out := testutil.MustRun(t, fqChannel, attrs, 1, testutil.New(t, v.shape, in64), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
+		out := registrytest.MustRun(t, fqChannel, attrs, 1, testutil.New(t, v.shape, in64), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
 		fqCloseTo(t, v.id+"/float64", out[0], want64, 1e-6)
 	}
 }
@@ -110,7 +111,7 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range x {
 				want[i] = fqref.Ref32(v, mins[i%d], maxs[i%d], bits, narrow, false)
 			}
-			out := testutil.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
+			out := registrytest.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x), testutil.New(t, []int{d}, mins), testutil.New(t, []int{d}, maxs))
 			testutil.EqualBits(t, "PerChannel emulation", out[0], want)
 
 			// float64.
@@ -119,7 +120,7 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range x64 {
 				want64[i] = fqref.RefQuant(v, mn64[i%d], mx64[i%d], bits, narrow, false, func(v float64) float64 { return v })
 			}
-			out = testutil.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x64), testutil.New(t, []int{d}, mn64), testutil.New(t, []int{d}, mx64))
+			out = registrytest.MustRun(t, fqChannel, attrs, 2, testutil.New(t, shape, x64), testutil.New(t, []int{d}, mn64), testutil.New(t, []int{d}, mx64))
 			testutil.EqualBits(t, "PerChannel float64", out[0], want64)
 
 			// Vars (division form) and Args (multiplication form), with a
@@ -130,7 +131,7 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range xs {
 				wantV[i] = fqref.Ref32(v, mn, mx, bits, narrow, true)
 			}
-			out = testutil.MustRun(t, fqVars, attrs, 2, testutil.New(t, []int{5, 8}, xs), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
+			out = registrytest.MustRun(t, fqVars, attrs, 2, testutil.New(t, []int{5, 8}, xs), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
 			testutil.EqualBits(t, "Vars emulation", out[0], wantV)
 			if !(mn < mx) {
 				mn, mx = -1.5, 2.25
@@ -139,7 +140,7 @@ func TestFakeQuantVsEmulation(t *testing.T) {
 			for i, v := range xs {
 				wantA[i] = fqref.Ref32(v, mn, mx, bits, narrow, false)
 			}
-			out = testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: bits, NarrowRange: narrow}, 2, testutil.New(t, []int{40}, xs))
+			out = registrytest.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: bits, NarrowRange: narrow}, 2, testutil.New(t, []int{40}, xs))
 			testutil.EqualBits(t, "Args emulation", out[0], wantA)
 		}
 	}
@@ -162,7 +163,7 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 	attrs := FakeQuantAttrs{NumBits: 12}
 	differ := 0
 	for i := range x {
-		v := testutil.MustRun(t, fqVars, attrs, 1, testutil.New(t, []int{1}, []float32{x[i]}), testutil.New(t, nil, []float32{mins[i]}), testutil.New(t, nil, []float32{maxs[i]}))[0].Float32s()[0]
+		v := registrytest.MustRun(t, fqVars, attrs, 1, testutil.New(t, []int{1}, []float32{x[i]}), testutil.New(t, nil, []float32{mins[i]}), testutil.New(t, nil, []float32{maxs[i]}))[0].Float32s()[0]
 		if want := fqref.Ref32(x[i], mins[i], maxs[i], 12, false, true); math.Float32bits(v) != math.Float32bits(want) {
 			t.Fatalf("Vars(%v in [%v, %v]) = %v, emulation %v", x[i], mins[i], maxs[i], v, want)
 		}
@@ -171,7 +172,7 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 		}
 	}
 	// One PerChannel call over all of them (one channel per element).
-	out := testutil.MustRun(t, fqChannel, attrs, 1, testutil.New(t, []int{n}, x), testutil.New(t, []int{n}, mins), testutil.New(t, []int{n}, maxs))
+	out := registrytest.MustRun(t, fqChannel, attrs, 1, testutil.New(t, []int{n}, x), testutil.New(t, []int{n}, mins), testutil.New(t, []int{n}, maxs))
 	want := make([]float32, n)
 	for i := range want {
 		want[i] = fqref.Ref32(x[i], mins[i], maxs[i], 12, false, false)
@@ -191,11 +192,11 @@ func TestFakeQuantVarsDivision(t *testing.T) {
 	} {
 		x, mn, mx := f(c.x), f(c.min), f(c.max)
 		a := FakeQuantAttrs{NumBits: c.bits}
-		v := testutil.MustRun(t, fqVars, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
+		v := registrytest.MustRun(t, fqVars, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, nil, []float32{mn}), testutil.New(t, nil, []float32{mx}))
 		testutil.EqualBits(t, "Vars divides", v[0], []float32{c.div})
-		p := testutil.MustRun(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, []int{1}, []float32{mn}), testutil.New(t, []int{1}, []float32{mx}))
+		p := registrytest.MustRun(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{x}), testutil.New(t, []int{1}, []float32{mn}), testutil.New(t, []int{1}, []float32{mx}))
 		testutil.EqualBits(t, "PerChannel multiplies", p[0], []float32{c.mul})
-		g := testutil.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: c.bits}, 1, testutil.New(t, []int{1}, []float32{x}))
+		g := registrytest.MustRun(t, fqArgs, FakeQuantArgsAttrs{Min: &mn, Max: &mx, NumBits: c.bits}, 1, testutil.New(t, []int{1}, []float32{x}))
 		testutil.EqualBits(t, "Args multiplies", g[0], []float32{c.mul})
 	}
 }
@@ -230,7 +231,7 @@ func TestFakeQuantAttrs(t *testing.T) {
 		t.Fatalf("Args attrs = %+v", aa)
 	}
 	// min 0 is honoured, not replaced by the default -6.
-	out := testutil.MustRun(t, fqArgs, aa, 1, testutil.New(t, []int{3}, []float32{-1, 0.7, 2}))
+	out := registrytest.MustRun(t, fqArgs, aa, 1, testutil.New(t, []int{3}, []float32{-1, 0.7, 2}))
 	want := []float32{0, fqref.Ref32(0.7, 0, 1.5, 4, true, false), 1.5}
 	testutil.EqualBits(t, "Args min 0", out[0], want)
 	def, err = registry.Lookup(fqChannel)
@@ -241,7 +242,7 @@ func TestFakeQuantAttrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testutil.Run(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{1}), testutil.New(t, []int{1}, []float32{0}), testutil.New(t, []int{1}, []float32{1})); err == nil {
+	if _, err := registrytest.Run(t, fqChannel, a, 1, testutil.New(t, []int{1}, []float32{1}), testutil.New(t, []int{1}, []float32{0}), testutil.New(t, []int{1}, []float32{1})); err == nil {
 		t.Fatal("num_bits 17 from the parser was accepted")
 	}
 	a, err = def.ParseAttrs(nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/internal/fracpool"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // fpRefAvg is average pooling in T with TensorFlow's order: per output
@@ -46,13 +47,13 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 	for _, pseudo := range []bool{false, true} {
 		for _, seed := range []int64{1, 77} {
 			a := FractionalPoolAttrs{PoolingRatio: []float32{1, 2, 2, 1}, PseudoRandom: pseudo, Deterministic: true, Seed: seed, Seed2: 1}
-			out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP2
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, x) // FAP2
 			testutil.Near(t, "FAP2", testutil.Float64s(t, out[0]), []float64{3.5, 5.5, 11.5, 13.5}, 0)
 			if fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != "[0 2 4] [0 2 4]" {
 				t.Fatalf("FAP2 sequences %v %v", out[1].Int64s(), out[2].Int64s())
 			}
 			a.Overlapping = true
-			out = testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, x) // FAP3
+			out = registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, x) // FAP3
 			testutil.Near(t, "FAP3", testutil.Float64s(t, out[0]), []float64{6, 7.5, 12, 13.5}, 0)
 		}
 	}
@@ -66,7 +67,7 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 		}
 		a := FractionalPoolAttrs{PoolingRatio: []float32{1, float32(math.Sqrt(3)), float32(math.Sqrt(2)), 1},
 			PseudoRandom: true, Overlapping: true, Deterministic: true, Seed: 5}
-		out := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpAvgName, a, xi)
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpAvgName, a, xi)
 		if out[0].Dtype() != dt || fmt.Sprint(out[0].Shape()) != "(1, 3, 4, 1)" ||
 			fmt.Sprint(out[1].Shape()) != "(4)" || fmt.Sprint(out[2].Shape()) != "(5)" {
 			t.Fatalf("FAP7 %v: shapes %v %v %v", dt, out[0].Shape(), out[1].Shape(), out[2].Shape())
@@ -123,7 +124,7 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 		}
 		name := fmt.Sprintf("%v/%v/pseudo=%v/ov=%v", c.shape, c.attrs.PoolingRatio, c.attrs.PseudoRandom, c.attrs.Overlapping)
 		for _, threads := range []int{1, 3} {
-			out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
 			rows, cols := out[1].Int64s(), out[2].Int64s()
 			if err := fpSeqProps(rows, h, fracpool.OutputSize(h, c.attrs.PoolingRatio[1])); err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -133,13 +134,13 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 			}
 			fpCheckAvg(t, name+"/f64", out[0].Float64s(), fpRefAvg(xv, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			x32 := testutil.Convert[float32](xv)
-			o32 := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
+			o32 := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
 			fpCheckAvg(t, name+"/f32", o32[0].Float32s(), fpRefAvg(x32, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xi := testutil.Convert[int32](xv)
-			oi := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
+			oi := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
 			fpCheckAvg(t, name+"/i32", oi[0].Int32s(), fpRefAvg(xi, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xl := testutil.Convert[int64](xv)
-			ol := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
+			ol := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
 			fpCheckAvg(t, name+"/i64", ol[0].Int64s(), fpRefAvg(xl, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/fracpool"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // fpRefArgmax returns, per output element, the flat input index of the
@@ -67,7 +68,7 @@ func TestFractionalMaxPoolForward(t *testing.T) {
 func fpMaxForwardCheck[T fracpool.Num](t *testing.T, name string, threads int, a FractionalPoolAttrs, shape []int, xv []T) {
 	t.Helper()
 	n, h, w, c := shape[0], shape[1], shape[2], shape[3]
-	out := testutil.MustRunKC(t, testutil.SeededKC(threads, 1), fpMaxName, a, testutil.New(t, shape, xv))
+	out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpMaxName, a, testutil.New(t, shape, xv))
 	ys := tensorx.MustSlice[T](out[0])
 	am := fpRefArgmax(xv, n, h, w, c, out[1].Int64s(), out[2].Int64s(), a.Overlapping)
 	if len(ys) != len(am) {
@@ -85,7 +86,7 @@ func fpMaxForwardCheck[T fracpool.Num](t *testing.T, name string, threads int, a
 func TestFractionalMaxPoolNaN(t *testing.T) {
 	nan := math.NaN()
 	xm := testutil.New(t, []int{1, 1, 4, 1}, []float64{nan, 7, 1, nan})
-	ym := testutil.MustRunKC(t, testutil.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
+	ym := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), fpMaxName, FractionalPoolAttrs{PoolingRatio: []float32{1, 1, 2, 1}, Deterministic: true, Seed: 1}, xm)
 	if v := ym[0].Float64s(); !math.IsNaN(v[0]) || v[1] != 1 {
 		t.Fatalf("max with NaN: %v, want [NaN 1]", v)
 	}

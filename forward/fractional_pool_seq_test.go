@@ -12,6 +12,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // fpRefCell is the naive reference's cell (spec §4): the inclusive input
@@ -73,7 +74,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	for _, op := range []string{fpAvgName, fpMaxName} {
 		var first []*tensor.Dense
 		for i, threads := range []int{1, 4, 1} {
-			out := testutil.MustRunKC(t, testutil.SeededKC(threads, int64(i)), op, a, x)
+			out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, int64(i)), op, a, x)
 			if fmt.Sprint(out[1].Int64s()) != fmt.Sprint(wantRows) || fmt.Sprint(out[2].Int64s()) != fmt.Sprint(wantCols) {
 				t.Fatalf("%s: sequences %v %v, want %v %v", op, out[1].Int64s(), out[2].Int64s(), wantRows, wantCols)
 			}
@@ -90,7 +91,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	seqs := map[string]bool{}
 	var ref string
 	for s := int64(0); s < 8; s++ {
-		out := testutil.MustRunKC(t, testutil.SeededKC(2, s), fpAvgName, a, x)
+		out := registrytest.MustRunKC(t, registrytest.SeededKC(2, s), fpAvgName, a, x)
 		key := fmt.Sprint(out[1].Int64s(), out[2].Int64s())
 		seqs[key] = true
 		if s == 3 {
@@ -100,16 +101,16 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	if len(seqs) < 4 {
 		t.Fatalf("only %d distinct sequence pairs from 8 source seeds", len(seqs))
 	}
-	if out := testutil.MustRunKC(t, testutil.SeededKC(1, 3), fpAvgName, a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
+	if out := registrytest.MustRunKC(t, registrytest.SeededKC(1, 3), fpAvgName, a, x); fmt.Sprint(out[1].Int64s(), out[2].Int64s()) != ref {
 		t.Fatal("the same source seed gave different sequences")
 	}
 	// The draws use the source: two calls on one context differ.
-	kc := testutil.SeededKC(1, 5)
-	o1 := testutil.MustRunKC(t, kc, fpAvgName, a, x)
+	kc := registrytest.SeededKC(1, 5)
+	o1 := registrytest.MustRunKC(t, kc, fpAvgName, a, x)
 	k1 := fmt.Sprint(o1[1].Int64s(), o1[2].Int64s())
 	differ := false
 	for i := 0; i < 5 && !differ; i++ {
-		o := testutil.MustRunKC(t, kc, fpAvgName, a, x)
+		o := registrytest.MustRunKC(t, kc, fpAvgName, a, x)
 		differ = fmt.Sprint(o[1].Int64s(), o[2].Int64s()) != k1
 	}
 	if !differ {
@@ -118,7 +119,7 @@ func TestFractionalPoolSeeds(t *testing.T) {
 	// Deterministic with zero seeds also draws from the source (no kernel
 	// instances to cache them in); a nil source is allowed.
 	a.Deterministic = true
-	if _, err := testutil.RunKC(t, nil, fpAvgName, a, x); err != nil {
+	if _, err := registrytest.RunKC(t, nil, fpAvgName, a, x); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,7 +174,7 @@ func fpErrCases(t *testing.T) []fpErrCase {
 func TestFractionalPoolErrors(t *testing.T) {
 	for _, c := range fpErrCases(t) {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
-			_, err := testutil.RunKC(t, testutil.SeededKC(2, 1), c.op, c.attr, c.in...)
+			_, err := registrytest.RunKC(t, registrytest.SeededKC(2, 1), c.op, c.attr, c.in...)
 			testutil.WantErr(t, err, c.kind, c.op, c.msg)
 		})
 	}

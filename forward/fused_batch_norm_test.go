@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // ---------------------------------------------------------------------------
@@ -85,7 +86,7 @@ func bnCheckForward(t *testing.T, r *rand.Rand, dt tensor.Dtype, op string, gc b
 	}
 	var first []*tensor.Dense
 	for _, threads := range []int{1, 3} {
-		out, err := testutil.Run(t, op, bnAttrs(gc.Format, md.training, eps, md.factor), threads,
+		out, err := registrytest.Run(t, op, bnAttrs(gc.Format, md.training, eps, md.factor), threads,
 			testutil.Dense(t, dt, gc.Shape, x), testutil.Dense(t, dt, []int{C}, scale), testutil.Dense(t, dt, []int{C}, offset),
 			testutil.Dense(t, dt, []int{len(mean)}, mean), testutil.Dense(t, dt, []int{len(variance)}, variance))
 		if err != nil {
@@ -136,7 +137,7 @@ func TestFusedBatchNormLargeBatchNoDrift(t *testing.T) {
 	empty := testutil.Dense(t, tensor.Float32, []int{0}, nil)
 	one := testutil.Dense(t, tensor.Float32, []int{2}, []float64{1, 1})
 	zero := testutil.Dense(t, tensor.Float32, []int{2}, []float64{0, 0})
-	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, testutil.Dense(t, tensor.Float32, shape, x), one, zero, empty, empty)
+	out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 1e-3, 1), 2, testutil.Dense(t, tensor.Float32, shape, x), one, zero, empty, empty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	empty := bnF32Vec(t, []int{0})
 	t.Run("FBN1", func(t *testing.T) {
 		for _, op := range []string{bnOpV1, bnOpV3} {
-			out, err := testutil.Run(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
+			out, err := registrytest.Run(t, op, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, offset, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +178,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		}
 	})
 	t.Run("FBN2", func(t *testing.T) {
-		out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
+		out, err := registrytest.Run(t, bnOpV1, bnAttrs("NHWC", true, 0.001, 0.5), 1, x, scale, offset,
 			bnF32Vec(t, []int{2}, 6, 6), bnF32Vec(t, []int{2}, 16, 16))
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +192,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		factor float32
 	}{{"FBN3", 1}, {"FBN4", 0.5}} {
 		t.Run(tc.id, func(t *testing.T) {
-			out, err := testutil.Run(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
+			out, err := registrytest.Run(t, bnOpV1, bnAttrs("NHWC", false, 0.001, tc.factor), 1, x, scale, offset,
 				bnF32Vec(t, []int{2}, 10, 10), bnF32Vec(t, []int{2}, 11.67, 11.67))
 			if err != nil {
 				t.Fatal(err)
@@ -204,7 +205,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 	t.Run("FBN5", func(t *testing.T) {
 		ex := bnF32Vec(t, []int{1, 1, 0, 0})
 		for _, training := range []bool{true, false} {
-			out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
+			out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", training, 0.001, 1), 2, ex, empty, empty, empty, empty)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +217,7 @@ func TestFusedBatchNormSpecVectors(t *testing.T) {
 		// Channels present, no elements: the statistics are NaN.
 		ex = bnF32Vec(t, []int{0, 2, 2, 3})
 		three := bnF32Vec(t, []int{3}, 1, 2, 3)
-		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
+		out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", false, 0.001, 1), 1, ex, three, three, three, three)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +241,7 @@ func TestFusedBatchNormNonFinite(t *testing.T) {
 		x := bnF32Vec(t, []int{4, 1, 1, 1}, v...)
 		one := bnF32Vec(t, []int{1}, 1)
 		empty := bnF32Vec(t, []int{0})
-		out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
+		out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, one, one, empty, empty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +260,7 @@ func TestFusedBatchNormUnreadStats(t *testing.T) {
 	x := bnF32Vec(t, []int{1, 1, 6, 2}, bnFBN1X...)
 	scale := bnF32Vec(t, []int{2}, 4, 4)
 	nan := bnF32Vec(t, []int{5}, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN())
-	out, err := testutil.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
+	out, err := registrytest.Run(t, bnOpV3, bnAttrs("NHWC", true, 0.001, 1), 1, x, scale, bnF32Vec(t, []int{2}, 2, 2), nan, nan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestFusedBatchNormErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := testutil.Run(t, tc.op, tc.attrs, 2, tc.in...)
+			_, err := registrytest.Run(t, tc.op, tc.attrs, 2, tc.in...)
 			testutil.WantErr(t, err, tc.kind, tc.msg, tc.op)
 		})
 	}

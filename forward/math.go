@@ -21,10 +21,6 @@ import (
 //     RealDiv (see broadcast.go);
 //   - unary ops: Neg, Square, Sqrt, Rsqrt, Exp, Log, Sigmoid, Tanh, Relu,
 //     Relu6;
-//   - TensorFlow's gradient kernels of the unary ops, which are ordinary
-//     ops: SqrtGrad, RsqrtGrad, SigmoidGrad, TanhGrad (inputs y, dy) and
-//     ReluGrad, Relu6Grad (inputs gradients, features). They live here,
-//     next to the loops they share, rather than in package backward;
 //   - BroadcastTo, Cast and L2Loss.
 //
 // Float math is evaluated in the element type where that is accurate:
@@ -67,24 +63,6 @@ func init() {
 			Inputs: args(u.in), Outputs: args(u.out),
 			Kernels: floatKernels(unaryKernel[float32](u.op), unaryKernel[float64](u.op)),
 			Samples: unarySamples(u.name)})
-	}
-	for _, g := range []struct {
-		name, doc string
-		op        ewGradOp
-		in0, in1  string
-		out       string
-	}{
-		{"SqrtGrad", "z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x)", ewSqrtGrad, "y", "dy", "z"},
-		{"RsqrtGrad", "z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x)", ewRsqrtGrad, "y", "dy", "z"},
-		{"SigmoidGrad", "z = dy * y * (1 - y), the gradient of y = sigmoid(x)", ewSigmoidGrad, "y", "dy", "z"},
-		{"TanhGrad", "z = dy * (1 - y^2), the gradient of y = tanh(x)", ewTanhGrad, "y", "dy", "z"},
-		{"ReluGrad", "backprops = gradients * (features > 0), the gradient of Relu (features: its input or output)", ewReluGrad, "gradients", "features", "backprops"},
-		{"Relu6Grad", "backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output)", ewRelu6Grad, "gradients", "features", "backprops"},
-	} {
-		registry.MustRegister(&registry.OpDef{Name: g.name, Doc: g.doc,
-			Inputs: args(g.in0, g.in1), Outputs: args(g.out),
-			Kernels: floatKernels(gradKernel[float32](g.name, g.op), gradKernel[float64](g.name, g.op)),
-			Samples: gradOpSamples(g.name)})
 	}
 	registry.MustRegister(&registry.OpDef{Name: "BroadcastTo",
 		Doc:    "output = input broadcast to shape (a 1-D int32 or int64 tensor), NumPy rules",
@@ -378,100 +356,6 @@ func sigmoid64(x float64) float64 {
 	}
 	e := math.Exp(x)
 	return e / (1 + e)
-}
-
-// ---------------------------------------------------------------------------
-// Gradient kernels of the unary ops (TensorFlow's SqrtGrad, ..., ReluGrad).
-
-// ewGradOp names a gradient kernel.
-type ewGradOp uint8
-
-const (
-	ewSqrtGrad ewGradOp = iota
-	ewRsqrtGrad
-	ewSigmoidGrad
-	ewTanhGrad
-	ewReluGrad
-	ewRelu6Grad
-)
-
-// gradKernel returns the kernel of a gradient op over two inputs of the
-// same shape (TensorFlow does not broadcast them).
-func gradKernel[T tensorx.Float](op string, g ewGradOp) registry.Kernel {
-	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-		a, b := in[0], in[1]
-		if b.Dtype() != a.Dtype() {
-			return nil, registry.Errorf(registry.ErrDtype, "%s: input 1 has dtype %v, expected %v like input 0", op, b.Dtype(), a.Dtype())
-		}
-		if !tensorx.SameShape(a.Shape(), b.Shape()) {
-			return nil, registry.Errorf(registry.ErrShape, "%s: inputs must be the same size, got shapes %s and %s", op, shapeDebugString(a.Shape()), shapeDebugString(b.Shape()))
-		}
-		out, err := like(kc, a)
-		if err != nil {
-			return nil, err
-		}
-		x, y, o := data[T](a), data[T](b), data[T](out)
-		if threads := kc.NumThreads(); serial(threads, len(o), ewGrain) {
-			gradLoop(g, o, x, y)
-		} else {
-			parallel.For(threads, len(o), ewGrain, func(lo, hi int) {
-				gradLoop(g, o[lo:hi], x[lo:hi], y[lo:hi])
-			})
-		}
-		return kc.Results(out), nil
-	}
-}
-
-// gradLoop computes one gradient op over a chunk. For SqrtGrad, SigmoidGrad,
-// TanhGrad and RsqrtGrad, a is y (the forward output) and b is dy; for
-// ReluGrad and Relu6Grad, a is the gradients and b the features. The
-// formulas follow the order of operations of TensorFlow's vectorised CPU
-// kernels (cwise_ops_gradients.h, relu_op_functor.h).
-func gradLoop[T tensorx.Float](g ewGradOp, out, a, b []T) {
-	a, b = a[:len(out)], b[:len(out)]
-	switch g {
-	case ewSqrtGrad:
-		for i := range out {
-			y, dy := a[i], b[i]
-			if dy == 0 { // mul_no_nan: no NaN from y == 0 where nothing flows
-				out[i] = 0
-			} else {
-				out[i] = (T(0.5) / y) * dy
-			}
-		}
-	case ewRsqrtGrad:
-		for i := range out {
-			y, dy := a[i], b[i]
-			t := y * dy
-			if dy == 0 || t == 0 {
-				out[i] = 0
-			} else {
-				out[i] = (T(-0.5) * (y * y)) * t
-			}
-		}
-	case ewSigmoidGrad:
-		for i := range out {
-			y := a[i]
-			out[i] = b[i] * (y * (1 - y))
-		}
-	case ewTanhGrad:
-		for i := range out {
-			y := a[i]
-			out[i] = b[i] * (1 - y*y)
-		}
-	case ewReluGrad:
-		// gradients * (features > 0) as a 0/1 factor: a NaN or Inf
-		// gradient times 0 stays NaN, as in TensorFlow.
-		ewkern.ReluGrad(out, a, b)
-	case ewRelu6Grad:
-		for i := range out {
-			var m T
-			if f := b[i]; f > 0 && f < 6 {
-				m = 1
-			}
-			out[i] = a[i] * m
-		}
-	}
 }
 
 // ---------------------------------------------------------------------------

@@ -128,37 +128,6 @@ func unarySamples(op string) func(r *rand.Rand) []registry.Sample {
 	}
 }
 
-// gradOpSamples returns the sample generator of a gradient op (inputs of
-// equal shapes).
-func gradOpSamples(op string) func(r *rand.Rand) []registry.Sample {
-	return func(r *rand.Rand) []registry.Sample {
-		var g0, g1 func() float64
-		up := ewUniform(r, -1, 1)
-		switch op {
-		case "SqrtGrad":
-			g0, g1 = ewUniform(r, 0.5, 2), up // y = sqrt(x) > 0
-		case "RsqrtGrad":
-			g0, g1 = ewUniform(r, 0.5, 1.5), up
-		case "SigmoidGrad":
-			g0, g1 = ewUniform(r, 0.1, 0.9), up // y in (0, 1)
-		case "TanhGrad":
-			g0, g1 = ewUniform(r, -0.9, 0.9), up // y in (-1, 1)
-		case "ReluGrad":
-			g0, g1 = up, ewAwayFromZero(r, 0.1, 2)
-		case "Relu6Grad":
-			g0, g1 = up, ewRelu6Values(r)
-		default:
-			panic("forward: no sample values for " + op)
-		}
-		var out []registry.Sample
-		for _, s := range ewUnaryShapes {
-			out = append(out, registry.Sample{Name: fmt.Sprintf("%v", s),
-				Inputs: []*tensor.Dense{ewTensor(s, g0), ewTensor(s, g1)}})
-		}
-		return out
-	}
-}
-
 // broadcastToSamples covers scalar, trailing-vector, size-1 and general
 // broadcasts, an unchanged shape, and both shape dtypes.
 func broadcastToSamples(r *rand.Rand) []registry.Sample {

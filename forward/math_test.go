@@ -13,6 +13,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // mtClose compares got with want at relative tolerance rtol (plus rtol as
@@ -43,7 +44,7 @@ func TestBinaryOpsBroadcastGrid(t *testing.T) {
 				// A single +, -, * or / of float32 operands is exactly the
 				// float64 result rounded to float32.
 				want = testutil.Round(dt, want)
-				out := testutil.MustRun(t, op.name, nil, 2, testutil.Dense(t, dt, as, a), testutil.Dense(t, dt, bs, b))[0]
+				out := registrytest.MustRun(t, op.name, nil, 2, testutil.Dense(t, dt, as, a), testutil.Dense(t, dt, bs, b))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), wantShape) {
 					t.Fatalf("%s %v %v: got %v %v, want %v %v", op.name, as, bs, out.Dtype(), out.Shape(), dt, wantShape)
 				}
@@ -65,7 +66,7 @@ func TestBinaryOpsThreads(t *testing.T) {
 		a, b := mtRandSlice(r, c.a), mtRandSlice(r, c.b)
 		_, want := mtNaiveBinary(c.a, c.b, a, b, func(x, y float64) float64 { return x * y })
 		for _, th := range []int{1, 4} {
-			out, err := testutil.Run(t, "Mul", nil, th, testutil.Dense(t, tensor.Float64, c.a, a), testutil.Dense(t, tensor.Float64, c.b, b))
+			out, err := registrytest.Run(t, "Mul", nil, th, testutil.Dense(t, tensor.Float64, c.a, a), testutil.Dense(t, tensor.Float64, c.b, b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,23 +89,23 @@ func TestBinaryOpsErrors(t *testing.T) {
 		return d
 	}
 	for _, op := range []string{"AddV2", "Sub", "Mul", "RealDiv"} {
-		_, err := testutil.Run(t, op, nil, 1, f64(2, 3), f64(4))
+		_, err := registrytest.Run(t, op, nil, 1, f64(2, 3), f64(4))
 		if !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), op+": Incompatible shapes: [2,3] vs. [4]") {
 			t.Errorf("%s incompatible shapes: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2), f64(0))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2), f64(0))
 		if !errors.Is(err, registry.ErrShape) {
 			t.Errorf("%s [2] vs [0]: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2), f32(2))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2), f32(2))
 		if !errors.Is(err, registry.ErrDtype) || !strings.Contains(err.Error(), op) {
 			t.Errorf("%s dtype mismatch: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, i32(2), i32(2))
+		_, err = registrytest.Run(t, op, nil, 1, i32(2), i32(2))
 		if !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int32: err = %v", op, err)
 		}
-		_, err = testutil.Run(t, op, nil, 1, f64(2))
+		_, err = registrytest.Run(t, op, nil, 1, f64(2))
 		if !errors.Is(err, registry.ErrInvalidArgument) {
 			t.Errorf("%s one input: err = %v", op, err)
 		}
@@ -148,7 +149,7 @@ func TestUnaryOps(t *testing.T) {
 				for i, x := range rv {
 					want[i] = ref(x)
 				}
-				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, v))[0]
+				out := registrytest.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, v))[0]
 				if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), s) {
 					t.Fatalf("%s %v: got %v %v", name, s, out.Dtype(), out.Shape())
 				}
@@ -182,7 +183,7 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.in)}, c.in))[0]
+			out := registrytest.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.in)}, c.in))[0]
 			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), testutil.Round(dt, c.want), 1e-7)
 		}
 	}
@@ -191,105 +192,8 @@ func TestUnaryOpsSpecialValues(t *testing.T) {
 func TestUnaryOpsErrors(t *testing.T) {
 	i64, _ := tensorx.Zeros(tensor.Int64, []int{2})
 	for name := range mtUnaryRef {
-		if _, err := testutil.Run(t, name, nil, 1, i64); !errors.Is(err, registry.ErrDtype) {
+		if _, err := registrytest.Run(t, name, nil, 1, i64); !errors.Is(err, registry.ErrDtype) {
 			t.Errorf("%s int64: err = %v", name, err)
-		}
-	}
-}
-
-// mtGradRef are the float64 reference formulas of the gradient ops.
-var mtGradRef = map[string]func(a, b float64) float64{
-	"SqrtGrad": func(y, dy float64) float64 {
-		if dy == 0 {
-			return 0
-		}
-		return dy * 0.5 / y
-	},
-	"RsqrtGrad": func(y, dy float64) float64 {
-		if dy == 0 || y == 0 {
-			return 0
-		}
-		return -0.5 * dy * y * y * y
-	},
-	"SigmoidGrad": func(y, dy float64) float64 { return dy * y * (1 - y) },
-	"TanhGrad":    func(y, dy float64) float64 { return dy * (1 - y*y) },
-	"ReluGrad": func(g, f float64) float64 {
-		if f > 0 {
-			return g
-		}
-		return g * 0
-	},
-	"Relu6Grad": func(g, f float64) float64 {
-		if f > 0 && f < 6 {
-			return g
-		}
-		return g * 0
-	},
-}
-
-func TestGradOps(t *testing.T) {
-	r := rand.New(rand.NewSource(6))
-	for name, ref := range mtGradRef {
-		for _, s := range [][]int{{}, {0}, {9}, {3, 4}, {2, 1, 3}, {40000}} {
-			n, _ := tensorx.Numel(s)
-			a, b := make([]float64, n), make([]float64, n)
-			for i := range a {
-				a[i], b[i] = r.Float64()*4-2, r.Float64()*4-2
-				if name == "Relu6Grad" {
-					b[i] = r.Float64()*10 - 2
-				}
-			}
-			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				ra, rb := testutil.Round(dt, a), testutil.Round(dt, b)
-				want := make([]float64, n)
-				for i := range want {
-					want[i] = ref(ra[i], rb[i])
-				}
-				out := testutil.MustRun(t, name, nil, 2, testutil.Dense(t, dt, s, a), testutil.Dense(t, dt, s, b))[0]
-				tol := 1e-15
-				if dt == tensor.Float32 {
-					tol = 1e-6
-				}
-				mtClose(t, fmt.Sprintf("%s %v %v", name, dt, s), testutil.Float64s(t, out), want, tol)
-			}
-		}
-	}
-}
-
-// TestGradOpsSpecialValues pins TensorFlow's kernel behaviour: ReluGrad
-// multiplies by a 0/1 mask (NaN gradients stay NaN), SqrtGrad and RsqrtGrad
-// give 0 where dy == 0 even at y == 0.
-func TestGradOpsSpecialValues(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
-	cases := []struct {
-		op         string
-		a, b, want []float64
-	}{
-		{"ReluGrad", []float64{nan, 1, 2, 3, inf}, []float64{-1, 0, 1, nan, -1}, []float64{nan, 0, 2, 0, nan}},
-		{"Relu6Grad", []float64{1, 2, 3, 4, nan}, []float64{0, 6, 5.9, 6.1, 1}, []float64{0, 0, 3, 0, nan}},
-		{"SqrtGrad", []float64{0, 0, 2}, []float64{0, 1, 1}, []float64{0, inf, 0.25}},
-		{"RsqrtGrad", []float64{0, nan, 2}, []float64{1, 0, 1}, []float64{0, 0, -4}},
-	}
-	for _, c := range cases {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			out := testutil.MustRun(t, c.op, nil, 2, testutil.Dense(t, dt, []int{len(c.a)}, c.a), testutil.Dense(t, dt, []int{len(c.b)}, c.b))[0]
-			mtClose(t, fmt.Sprintf("%s %v", c.op, dt), testutil.Float64s(t, out), c.want, 1e-7)
-		}
-	}
-}
-
-func TestGradOpsErrors(t *testing.T) {
-	f64 := func(shape ...int) *tensor.Dense {
-		d, _ := tensorx.Zeros(tensor.Float64, shape)
-		return d
-	}
-	f32, _ := tensorx.Zeros(tensor.Float32, []int{3})
-	for name := range mtGradRef {
-		if _, err := testutil.Run(t, name, nil, 1, f64(3), f64(1)); !errors.Is(err, registry.ErrShape) || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s shapes [3], [1]: err = %v", name, err)
-		}
-		if _, err := testutil.Run(t, name, nil, 1, f64(3), f32); !errors.Is(err, registry.ErrDtype) {
-			t.Errorf("%s dtype mismatch: err = %v", name, err)
 		}
 	}
 }
@@ -346,7 +250,7 @@ func TestBroadcastTo(t *testing.T) {
 			if i%2 == 1 {
 				sdt = tensor.Int64
 			}
-			out := testutil.MustRun(t, "BroadcastTo", nil, 2, in, shapeT(sdt, target))[0]
+			out := registrytest.MustRun(t, "BroadcastTo", nil, 2, in, shapeT(sdt, target))[0]
 			if out.Dtype() != dt || !tensorx.SameShape(out.Shape(), target) {
 				t.Fatalf("BroadcastTo %v → %v: got %v %v", as, target, out.Dtype(), out.Shape())
 			}
@@ -369,7 +273,7 @@ func TestBroadcastTo(t *testing.T) {
 		{testutil.Dense(t, tensor.Float64, []int{2}, []float64{2, 3}), registry.ErrDtype, "int32 or int64"},
 		{func() *tensor.Dense { d, _ := tensorx.New([]int{1, 2}, []int32{2, 3}); return d }(), registry.ErrShape, "vector"},
 	} {
-		_, err := testutil.Run(t, "BroadcastTo", nil, 1, x, c.shape)
+		_, err := registrytest.Run(t, "BroadcastTo", nil, 1, x, c.shape)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), "BroadcastTo") {
 			t.Errorf("BroadcastTo to %v: err = %v; want %v containing %q", c.shape, err, c.kind, c.msg)
 		}
@@ -429,7 +333,7 @@ func TestCast(t *testing.T) {
 	}
 	for k, w := range want {
 		for _, trunc := range []bool{false, true} {
-			out := testutil.MustRun(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, 2, mk(k[0]))[0]
+			out := registrytest.MustRun(t, "Cast", CastAttrs{DstT: k[1], Truncate: trunc}, 2, mk(k[0]))[0]
 			if out.Dtype() != k[1] {
 				t.Fatalf("Cast %v→%v: dtype %v", k[0], k[1], out.Dtype())
 			}
@@ -450,8 +354,8 @@ func TestCast(t *testing.T) {
 	// Truncate: float64 → float32 rounds toward zero instead of to nearest.
 	up := 1 + 3.0/(1<<25) // between two float32s, nearer the upper one
 	x := []float64{up, -up, math.NaN(), 1e39, 0.1}
-	trunc := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
-	near := testutil.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
+	trunc := registrytest.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32, Truncate: true}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
+	near := registrytest.MustRun(t, "Cast", CastAttrs{DstT: tensor.Float32}, 2, testutil.Dense(t, tensor.Float64, []int{5}, x))[0].Float32s()
 	if trunc[0] != 1 || trunc[1] != -1 || near[0] != float32(up) || near[0] == 1 {
 		t.Errorf("Cast Truncate: %v (nearest %v)", trunc, near)
 	}
@@ -460,10 +364,10 @@ func TestCast(t *testing.T) {
 	}
 	// Errors.
 	f, _ := tensorx.Zeros(tensor.Float32, []int{2})
-	if _, err := testutil.Run(t, "Cast", CastAttrs{}, 1, f); !errors.Is(err, registry.ErrInvalidArgument) {
+	if _, err := registrytest.Run(t, "Cast", CastAttrs{}, 1, f); !errors.Is(err, registry.ErrInvalidArgument) {
 		t.Errorf("Cast without DstT: err = %v", err)
 	}
-	if _, err := testutil.Run(t, "Cast", CastAttrs{DstT: tensor.Complex64}, 1, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
+	if _, err := registrytest.Run(t, "Cast", CastAttrs{DstT: tensor.Complex64}, 1, f); !errors.Is(err, registry.ErrUnimplemented) || !strings.Contains(err.Error(), "Cast") {
 		t.Errorf("Cast to complex64: err = %v", err)
 	}
 	// Attrs parse from TensorFlow's names.
@@ -487,7 +391,7 @@ func TestL2Loss(t *testing.T) {
 			want /= 2
 			var first []float64
 			for _, th := range []int{1, 3} {
-				out, err := testutil.Run(t, "L2Loss", nil, th, testutil.Dense(t, dt, s, x))
+				out, err := registrytest.Run(t, "L2Loss", nil, th, testutil.Dense(t, dt, s, x))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -509,7 +413,7 @@ func TestL2Loss(t *testing.T) {
 		}
 	}
 	i, _ := tensorx.Zeros(tensor.Int32, []int{2})
-	if _, err := testutil.Run(t, "L2Loss", nil, 1, i); !errors.Is(err, registry.ErrDtype) {
+	if _, err := registrytest.Run(t, "L2Loss", nil, 1, i); !errors.Is(err, registry.ErrDtype) {
 		t.Errorf("L2Loss int32: err = %v", err)
 	}
 }
@@ -519,7 +423,7 @@ func TestL2Loss(t *testing.T) {
 func TestMathSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	for _, name := range []string{"AddV2", "Sub", "Mul", "RealDiv", "Neg", "Square", "Sqrt", "Rsqrt", "Exp", "Log",
-		"Sigmoid", "Tanh", "Relu", "Relu6", "SqrtGrad", "RsqrtGrad", "SigmoidGrad", "TanhGrad", "ReluGrad", "Relu6Grad",
+		"Sigmoid", "Tanh", "Relu", "Relu6",
 		"BroadcastTo", "Cast", "L2Loss"} {
 		def, err := registry.Lookup(name)
 		if err != nil {
@@ -533,7 +437,7 @@ func TestMathSamples(t *testing.T) {
 			t.Errorf("%s: only %d samples", name, len(ss))
 		}
 		for _, s := range ss {
-			out, err := testutil.Run(t, name, s.Attrs, 1, s.Inputs...)
+			out, err := registrytest.Run(t, name, s.Attrs, 1, s.Inputs...)
 			if err != nil {
 				t.Errorf("%s sample %s: %v", name, s.Name, err)
 				continue

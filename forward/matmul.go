@@ -10,8 +10,9 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Linear-algebra ops: MatMul, BiasAdd and BiasAddGrad (the gradient kernel
-// of BiasAdd, kept here because it shares the reduction code of Sum).
+// Linear-algebra ops: MatMul and BiasAdd. BiasAdd's gradient kernel,
+// BiasAddGrad, is registered in package backward; it shares the attrs and
+// their check (BiasAddAttrs.ChannelDim).
 
 // MatMulAttrs are the attributes of MatMul.
 type MatMulAttrs struct {
@@ -27,7 +28,8 @@ type MatMulAttrs struct {
 	GradB bool `tf:"grad_b"`
 }
 
-// BiasAddAttrs are the attributes of BiasAdd and BiasAddGrad.
+// BiasAddAttrs are the attributes of BiasAdd and of its gradient kernel,
+// BiasAddGrad.
 type BiasAddAttrs struct {
 	// DataFormat is "NHWC" (default: the bias runs along the last
 	// dimension) or "NCHW" (along dimension 1).
@@ -53,15 +55,6 @@ func init() {
 		Attrs:   BiasAddAttrs{},
 		Kernels: floatKernels(biasAddKernel[float32], biasAddKernel[float64]),
 		Samples: biasAddSamples,
-	})
-	registry.MustRegister(&registry.OpDef{
-		Name:    "BiasAddGrad",
-		Doc:     "the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one",
-		Inputs:  args("out_backprop"),
-		Outputs: args("output"),
-		Attrs:   BiasAddAttrs{},
-		Kernels: floatKernels(biasAddGradKernel[float32], biasAddGradKernel[float64]),
-		Samples: biasAddGradSamples,
 	})
 }
 
@@ -121,13 +114,15 @@ func matmulInto[T tensorx.Float](threads int, transA, transB bool, m, n, k int, 
 }
 
 // ---------------------------------------------------------------------------
-// BiasAdd and BiasAddGrad.
+// BiasAdd.
 
-// biasChannelDim checks the rank of a BiasAdd/BiasAddGrad operand for the
-// data format and returns its channel dimension. NCHW needs rank >= 3
-// (TensorFlow's shape function); any higher rank is accepted, with the
-// bias along dimension 1 (TensorFlow's CPU kernel stops at rank 5).
-func biasChannelDim(op, format string, shape []int) (int, error) {
+// ChannelDim checks the rank of a BiasAdd or BiasAddGrad operand of the
+// given shape for the data format and returns its channel dimension, or
+// TensorFlow's error, prefixed by op. NCHW needs rank >= 3 (TensorFlow's
+// shape function); any higher rank is accepted, with the bias along
+// dimension 1 (TensorFlow's CPU kernel stops at rank 5).
+func (a BiasAddAttrs) ChannelDim(op string, shape []int) (int, error) {
+	format := a.DataFormat
 	if len(shape) < 2 {
 		return 0, registry.Errorf(registry.ErrShape, "%s: Input tensor must be at least 2D: %s", op, shpDebug(shape))
 	}
@@ -147,7 +142,7 @@ func biasAddKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*ten
 		return nil, shpDtypeError("BiasAdd", 1, shpTFDtype(x.Dtype()), bt.Dtype())
 	}
 	xs := x.Shape()
-	cd, err := biasChannelDim("BiasAdd", at.DataFormat, xs)
+	cd, err := at.ChannelDim("BiasAdd", xs)
 	if err != nil {
 		return nil, err
 	}
@@ -205,27 +200,4 @@ func biasAddRows[T tensorx.Float](src, dst, bias []T, C, inner, lo, hi int) {
 			d[q] = s[q] + bv
 		}
 	}
-}
-
-func biasAddGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	at := attrs.(BiasAddAttrs)
-	g := in[0]
-	gs := g.Shape()
-	cd, err := biasChannelDim("BiasAddGrad", at.DataFormat, gs)
-	if err != nil {
-		return nil, err
-	}
-	out, err := kc.Output(g.Dtype(), gs[cd])
-	if err != nil {
-		return nil, err
-	}
-	var bitmap [tensorx.MaxRank]bool
-	for i := range gs {
-		bitmap[i] = i != cd
-	}
-	// Sums accumulate in float64, also for float32.
-	if err := redInto[T, float64](kc, data[T](g), newRedPlan(gs, bitmap), data[T](out), false); err != nil {
-		return nil, err
-	}
-	return kc.Results(out), nil
 }

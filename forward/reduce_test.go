@@ -11,6 +11,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // redNaive reduces x over the axes set in red (float64, in index order)
@@ -107,15 +108,15 @@ func TestSumMean(t *testing.T) {
 					}
 					for _, axisIn := range []*tensor.Dense{shpInt32s(given...), shpInt64s(given...)} {
 						name := fmt.Sprintf("%s %v axes %v keep %v", op, s, given, keep)
-						out := testutil.MustRun(t, op, SumAttrs{KeepDims: keep}, 2, x, axisIn)[0]
+						out := registrytest.MustRun(t, op, SumAttrs{KeepDims: keep}, 2, x, axisIn)[0]
 						testutil.ShapeIs(t, name, out, wantShape...)
 						shpClose(t, name, out.Float64s(), want, 1e-12)
-						out32 := testutil.MustRun(t, op, SumAttrs{KeepDims: keep}, 1, x32, axisIn)[0]
+						out32 := registrytest.MustRun(t, op, SumAttrs{KeepDims: keep}, 1, x32, axisIn)[0]
 						testutil.ShapeIs(t, name+" float32", out32, wantShape...)
 						shpClose(t, name+" float32", testutil.Float64s(t, out32), want, 1e-6)
 					}
 					if len(given) == 1 { // scalar axis
-						out := testutil.MustRun(t, op, SumAttrs{KeepDims: keep}, 1, x, shpInt32Scalar(given[0]))[0]
+						out := registrytest.MustRun(t, op, SumAttrs{KeepDims: keep}, 1, x, shpInt32Scalar(given[0]))[0]
 						testutil.ShapeIs(t, "scalar axis", out, wantShape...)
 						shpClose(t, "scalar axis", out.Float64s(), want, 1e-12)
 					}
@@ -129,18 +130,18 @@ func TestSumMean(t *testing.T) {
 // Mean; an empty kept dimension gives an empty output.
 func TestSumEmpty(t *testing.T) {
 	x := shpMust(tensorx.New([]int{0, 3}, []float64{}))
-	out := testutil.MustRun(t, "Sum", nil, 1, x, shpInt32s(0))[0]
+	out := registrytest.MustRun(t, "Sum", nil, 1, x, shpInt32s(0))[0]
 	testutil.ShapeIs(t, "Sum", out, []int{3}...)
 	shpClose(t, "Sum", out.Float64s(), []float64{0, 0, 0}, 0)
-	out = testutil.MustRun(t, "Mean", nil, 1, testutil.To32(t, x), shpInt32s(0))[0]
+	out = registrytest.MustRun(t, "Mean", nil, 1, testutil.To32(t, x), shpInt32s(0))[0]
 	for _, v := range out.Float32s() {
 		if !math.IsNaN(float64(v)) {
 			t.Fatalf("Mean over an empty axis = %v, want NaN", out.Float32s())
 		}
 	}
-	out = testutil.MustRun(t, "Sum", SumAttrs{KeepDims: true}, 1, x, shpInt32s(1))[0]
+	out = registrytest.MustRun(t, "Sum", SumAttrs{KeepDims: true}, 1, x, shpInt32s(1))[0]
 	testutil.ShapeIs(t, "Sum keep", out, []int{0, 1}...)
-	out = testutil.MustRun(t, "Mean", nil, 1, x, shpInt32s(0, 1))[0]
+	out = registrytest.MustRun(t, "Mean", nil, 1, x, shpInt32s(0, 1))[0]
 	if v := out.Float64s(); len(v) != 1 || !math.IsNaN(v[0]) {
 		t.Fatalf("Mean of an empty tensor = %v, want [NaN]", v)
 	}
@@ -176,7 +177,7 @@ func TestSumLarge(t *testing.T) {
 		want, _ := redNaive(x.Float64s(), c.shape, red, false)
 		var ref []float64
 		for _, threads := range []int{1, 2, 3, 8} {
-			out := testutil.MustRun(t, "Sum", nil, threads, x, shpInt32s(c.axes...))[0]
+			out := registrytest.MustRun(t, "Sum", nil, threads, x, shpInt32s(c.axes...))[0]
 			shpClose(t, fmt.Sprint(c.shape, c.axes), out.Float64s(), want, 1e-10)
 			if ref == nil {
 				ref = out.Float64s()
@@ -198,11 +199,11 @@ func TestSumLarge(t *testing.T) {
 		v[i] = 1
 	}
 	x := shpMust(tensorx.New([]int{n}, v))
-	out := testutil.MustRun(t, "Sum", nil, 1, x, shpInt32s(0))[0]
+	out := registrytest.MustRun(t, "Sum", nil, 1, x, shpInt32s(0))[0]
 	if got, want := out.Float32s()[0], float32(1<<24+n-1); got != want {
 		t.Fatalf("float32 Sum = %v, want %v", got, want)
 	}
-	out = testutil.MustRun(t, "Mean", nil, 1, x, shpInt32s(0))[0]
+	out = registrytest.MustRun(t, "Mean", nil, 1, x, shpInt32s(0))[0]
 	if got, want := out.Float32s()[0], float32(float64(1<<24+n-1)/float64(n)); got != want {
 		t.Fatalf("float32 Mean = %v, want %v", got, want)
 	}
@@ -210,22 +211,22 @@ func TestSumLarge(t *testing.T) {
 
 func TestSumInt(t *testing.T) {
 	x := shpMust(tensorx.New([]int{2, 3}, []int32{1, 2, 3, 4, 5, 6}))
-	out := testutil.MustRun(t, "Sum", nil, 1, x, shpInt32s(1))[0]
+	out := registrytest.MustRun(t, "Sum", nil, 1, x, shpInt32s(1))[0]
 	if fmt.Sprint(out.Int32s()) != "[6 15]" {
 		t.Fatalf("int32 Sum = %v", out.Int32s())
 	}
 	// int32 wraps as in TensorFlow.
 	w := shpMust(tensorx.New([]int{2}, []int32{math.MaxInt32, 1}))
-	out = testutil.MustRun(t, "Sum", nil, 1, w, shpInt32s(0))[0]
+	out = registrytest.MustRun(t, "Sum", nil, 1, w, shpInt32s(0))[0]
 	if got := out.Int32s()[0]; got != math.MinInt32 {
 		t.Fatalf("int32 overflow Sum = %v, want %v", got, int32(math.MinInt32))
 	}
 	y := shpMust(tensorx.New([]int{2, 2}, []int64{1, 2, 3, 4}))
-	out = testutil.MustRun(t, "Sum", SumAttrs{KeepDims: true}, 1, y, shpInt64s(0))[0]
+	out = registrytest.MustRun(t, "Sum", SumAttrs{KeepDims: true}, 1, y, shpInt64s(0))[0]
 	if fmt.Sprint(out.Int64s()) != "[4 6]" || !tensorx.SameShape(out.Shape(), []int{1, 2}) {
 		t.Fatalf("int64 Sum = %v %v", out.Int64s(), out.Shape())
 	}
-	if _, err := testutil.Run(t, "Mean", nil, 1, y, shpInt32s(0)); err == nil {
+	if _, err := registrytest.Run(t, "Mean", nil, 1, y, shpInt32s(0)); err == nil {
 		t.Fatal("Mean of int64 should be refused")
 	}
 }
@@ -246,11 +247,11 @@ func TestSumErrors(t *testing.T) {
 			{shpNormal(rand.New(rand.NewSource(14)), 1), registry.ErrDtype, "int32 or int64"},
 		}
 		for _, c := range cases {
-			_, err := testutil.Run(t, op, nil, 1, x, c.axes)
+			_, err := registrytest.Run(t, op, nil, 1, x, c.axes)
 			testutil.WantErr(t, err, c.kind, op, c.frag)
 		}
 		// A scalar input has no axes to reduce.
-		_, err := testutil.Run(t, op, nil, 1, shpNormal(rand.New(rand.NewSource(15))), shpInt32s(0))
+		_, err := registrytest.Run(t, op, nil, 1, shpNormal(rand.New(rand.NewSource(15))), shpInt32s(0))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, "for input with 0 dimension(s)")
 		// Unknown attrs.
 		d, _ := registry.Lookup(op)
@@ -264,20 +265,20 @@ func TestSumErrors(t *testing.T) {
 }
 
 func TestReducedShape(t *testing.T) {
-	out := testutil.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(2, 3, 4), shpInt32s(-1, 0))[0]
+	out := registrytest.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(2, 3, 4), shpInt32s(-1, 0))[0]
 	if fmt.Sprint(out.Int32s()) != "[1 3 1]" {
 		t.Fatalf("ReducedShape = %v", out.Int32s())
 	}
-	out = testutil.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt64s(5, 6), shpInt32Scalar(1))[0]
+	out = registrytest.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt64s(5, 6), shpInt32Scalar(1))[0]
 	if fmt.Sprint(out.Int64s()) != "[5 1]" {
 		t.Fatalf("ReducedShape int64 = %v", out.Int64s())
 	}
-	out = testutil.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(), shpInt32s())[0]
+	out = registrytest.MustRun(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(), shpInt32s())[0]
 	if len(out.Int32s()) != 0 {
 		t.Fatalf("ReducedShape of a scalar = %v", out.Int32s())
 	}
-	_, err := testutil.Run(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(2, 3), shpInt32s(2))
+	_, err := registrytest.Run(t, "tapegrad.ReducedShape", nil, 1, shpInt32s(2, 3), shpInt32s(2))
 	testutil.WantErr(t, err, registry.ErrInvalidArgument, "tapegrad.ReducedShape", "Invalid reduction dimension")
-	_, err = testutil.Run(t, "tapegrad.ReducedShape", nil, 1, shpInt32Scalar(2), shpInt32s(0))
+	_, err = registrytest.Run(t, "tapegrad.ReducedShape", nil, 1, shpInt32Scalar(2), shpInt32s(0))
 	testutil.WantErr(t, err, registry.ErrShape, "tapegrad.ReducedShape")
 }

@@ -145,12 +145,3 @@ func biasAddSamples(r *rand.Rand) []registry.Sample {
 		{Name: "nchw-2x3x5", Attrs: nchw, Inputs: []*tensor.Dense{shpNormal(r, 2, 3, 5), shpNormal(r, 3)}},
 	}
 }
-
-func biasAddGradSamples(r *rand.Rand) []registry.Sample {
-	return []registry.Sample{
-		{Name: "nhwc-3x4", Attrs: BiasAddAttrs{DataFormat: "NHWC"}, Inputs: []*tensor.Dense{shpNormal(r, 3, 4)}},
-		{Name: "nhwc-2x2x3x2", Attrs: BiasAddAttrs{}, Inputs: []*tensor.Dense{shpNormal(r, 2, 2, 3, 2)}},
-		{Name: "nchw-2x3x2x2", Attrs: BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{shpNormal(r, 2, 3, 2, 2)}},
-		{Name: "nchw-2x3x4", Attrs: BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{shpNormal(r, 2, 3, 4)}},
-	}
-}

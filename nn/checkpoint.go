@@ -10,7 +10,6 @@ import (
 
 	"github.com/tapegrad/tapegrad/internal/safetensors"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/optim"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -20,12 +19,14 @@ import (
 //   - "param/NAME": every parameter of the model, by Param.Name;
 //   - "buffer/NAME": every buffer (batch-norm statistics, fake-quant
 //     ranges), by Buffer.Name;
-//   - "optim/KEY": the optimizer's state tensors (optim.State.Tensors);
+//   - "optim/KEY": the optimizer's state tensors (the tensors of
+//     OptimizerState.StateDict);
 //
 // and, in the file's string metadata:
 //
 //   - "tapegrad.version": the checkpoint format version, CheckpointVersion;
-//   - "tapegrad.optim/KEY": the optimizer's scalars (optim.State.Scalars),
+//   - "tapegrad.optim/KEY": the optimizer's scalars (the scalars of
+//     OptimizerState.StateDict),
 //     formatted with strconv.FormatFloat(v, 'g', -1, 64), which round-trips
 //     exactly;
 //   - the caller's own entries (epoch, step, data-loader position, seeds),
@@ -44,11 +45,24 @@ const (
 	hasOptimKey  = "tapegrad.optimizer"
 )
 
+// OptimizerState is what a checkpoint needs of an optimizer: its complete
+// state as named tensors and scalars, and a way to restore it. Package
+// optim's optimizers implement it (see optim.State for the names); a
+// checkpoint stores the tensors and scalars under those names.
+type OptimizerState interface {
+	// StateDict returns a deep copy of the optimizer's state: tensors and
+	// scalars by name.
+	StateDict() (tensors map[string]*tensor.Dense, scalars map[string]float64, err error)
+	// LoadStateDict replaces the optimizer's state by a copy of the given
+	// one, after checking it completely: on error nothing has changed.
+	LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error
+}
+
 // SaveCheckpoint writes m's parameters and buffers, the state of opt (nil
 // for none) and the caller's metadata meta (may be nil; keys must not start
 // with "tapegrad.") to path, atomically: a crash leaves the old file or the
 // new one, never a torn one. Gradients are not saved.
-func SaveCheckpoint(path string, m Module, opt optim.Optimizer, meta map[string]string) error {
+func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]string) error {
 	if m == nil {
 		return configError("nn.SaveCheckpoint: nil Module")
 	}
@@ -81,16 +95,16 @@ func SaveCheckpoint(path string, m Module, opt optim.Optimizer, meta map[string]
 		}
 	}
 	if opt != nil {
-		s, err := opt.State()
+		st, sc, err := opt.StateDict()
 		if err != nil {
 			return wrapf(err, "nn.SaveCheckpoint: optimizer state")
 		}
-		for k, d := range s.Tensors {
+		for k, d := range st {
 			if err := add(optimPrefix+k, d); err != nil {
 				return err
 			}
 		}
-		for k, v := range s.Scalars {
+		for k, v := range sc {
 			md[scalarPrefix+k] = strconv.FormatFloat(v, 'g', -1, 64)
 		}
 		md[hasOptimKey] = "1"
@@ -113,7 +127,7 @@ func SaveCheckpoint(path string, m Module, opt optim.Optimizer, meta map[string]
 // their gradients are left alone. A checkpoint without optimizer state
 // can be loaded with opt nil only; one with optimizer state can be loaded
 // with opt nil too (for inference).
-func LoadCheckpoint(path string, m Module, opt optim.Optimizer) (map[string]string, error) {
+func LoadCheckpoint(path string, m Module, opt OptimizerState) (map[string]string, error) {
 	if m == nil {
 		return nil, configError("nn.LoadCheckpoint: nil Module")
 	}
@@ -161,12 +175,12 @@ func LoadCheckpoint(path string, m Module, opt optim.Optimizer) (map[string]stri
 	for _, b := range m.Buffers() {
 		match(bufferPrefix, b.Name, b.Data)
 	}
-	state := &optim.State{Tensors: map[string]*tensor.Dense{}, Scalars: map[string]float64{}}
+	stateTensors, stateScalars := map[string]*tensor.Dense{}, map[string]float64{}
 	var unexpected []string
 	for k, d := range tensors {
 		switch {
 		case strings.HasPrefix(k, optimPrefix):
-			state.Tensors[strings.TrimPrefix(k, optimPrefix)] = d
+			stateTensors[strings.TrimPrefix(k, optimPrefix)] = d
 		case !seen[k]:
 			unexpected = append(unexpected, strconv.Quote(k))
 		}
@@ -185,7 +199,7 @@ func LoadCheckpoint(path string, m Module, opt optim.Optimizer) (map[string]stri
 			if err != nil {
 				return nil, configError("nn.LoadCheckpoint: %s: optimizer scalar %q = %q: %v", path, rest, v, err)
 			}
-			state.Scalars[rest] = f
+			stateScalars[rest] = f
 		} else if !strings.HasPrefix(k, "tapegrad.") {
 			user[k] = v
 		}
@@ -194,7 +208,7 @@ func LoadCheckpoint(path string, m Module, opt optim.Optimizer) (map[string]stri
 		if md[hasOptimKey] != "1" {
 			return nil, configError("nn.LoadCheckpoint: %s holds no optimizer state", path)
 		}
-		if err := opt.LoadState(state); err != nil { // checks everything before changing anything
+		if err := opt.LoadStateDict(stateTensors, stateScalars); err != nil { // checks everything before changing anything
 			return nil, fmt.Errorf("nn.LoadCheckpoint: %s: optimizer state: %w", path, err)
 		}
 	}

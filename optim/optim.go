@@ -34,6 +34,50 @@ type Optimizer interface {
 	// LoadState replaces the optimizer's state by a copy of s, after
 	// checking it completely (see State).
 	LoadState(s *State) error
+	// StateDict is State as its maps (the tensors and the scalars), the
+	// form nn.SaveCheckpoint stores (nn.OptimizerState).
+	StateDict() (tensors map[string]*tensor.Dense, scalars map[string]float64, err error)
+	// LoadStateDict is LoadState of the state with these maps.
+	LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error
+}
+
+// stateDict returns the maps of o's State.
+func stateDict(o interface{ State() (*State, error) }) (map[string]*tensor.Dense, map[string]float64, error) {
+	s, err := o.State()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Tensors, s.Scalars, nil
+}
+
+// StateDict returns the maps of State (see Optimizer).
+func (o *Adam) StateDict() (map[string]*tensor.Dense, map[string]float64, error) {
+	return stateDict(o)
+}
+
+// LoadStateDict is LoadState of the state with these maps (see Optimizer).
+func (o *Adam) LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error {
+	return o.LoadState(&State{Tensors: tensors, Scalars: scalars})
+}
+
+// StateDict returns the maps of State (see Optimizer).
+func (o *RMSProp) StateDict() (map[string]*tensor.Dense, map[string]float64, error) {
+	return stateDict(o)
+}
+
+// LoadStateDict is LoadState of the state with these maps (see Optimizer).
+func (o *RMSProp) LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error {
+	return o.LoadState(&State{Tensors: tensors, Scalars: scalars})
+}
+
+// StateDict returns the maps of State (see Optimizer).
+func (o *SGD) StateDict() (map[string]*tensor.Dense, map[string]float64, error) {
+	return stateDict(o)
+}
+
+// LoadStateDict is LoadState of the state with these maps (see Optimizer).
+func (o *SGD) LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error {
+	return o.LoadState(&State{Tensors: tensors, Scalars: scalars})
 }
 
 // State is an optimizer's complete state as named tensors and scalars, the

@@ -4,8 +4,6 @@ import (
 	"math/rand"
 
 	"gorgonia.org/tensor"
-
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
 
 // Value is what gradient code sees of a tensor on a tape: its shape and
@@ -104,7 +102,7 @@ func (c *KernelCtx) Zeros(dt tensor.Dtype, shape ...int) (*tensor.Dense, error) 
 
 func (c *KernelCtx) alloc(dt tensor.Dtype, shape []int, zero bool) (*tensor.Dense, error) {
 	if c == nil || c.Alloc == nil {
-		return tensorx.Zeros(dt, shape)
+		return zeros(dt, shape)
 	}
 	// A copy: shape itself, often a kernel's variadic argument list, would
 	// escape through the interface call and cost an allocation per output.
@@ -136,15 +134,15 @@ func (c *KernelCtx) NumThreads() int {
 
 // Scratch returns a scratch slice of n elements of type T, valid until the
 // kernel returns; its contents are unspecified unless zeroed is true.
-func Scratch[T tensorx.Elem](c *KernelCtx, n int, zeroed bool) ([]T, error) {
-	d, err := c.alloc(tensorx.DtypeOf[T](), []int{n}, zeroed) // the shape stays on the stack
+func Scratch[T Elem](c *KernelCtx, n int, zeroed bool) ([]T, error) {
+	d, err := c.alloc(dtypeOf[T](), []int{n}, zeroed) // the shape stays on the stack
 	if err != nil {
 		return nil, err
 	}
 	if c != nil && c.Alloc != nil {
 		c.scratch = append(c.scratch, d)
 	}
-	return tensorx.Slice[T](d)
+	return sliceOf[T](d)
 }
 
 // releaseScratch gives the kernel's scratch buffers back to the allocator.

@@ -38,7 +38,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tapegrad/tapegrad/internal/golden"
+	"github.com/tapegrad/tapegrad/autodiff/golden"
 )
 
 func main() {

@@ -1,13 +1,24 @@
-// Package ewkern has vectorised loops for the elementwise ops whose scalar
-// Go loops branch on the data: Relu and ReluGrad. A data-dependent branch
-// mispredicts for about half the elements of a trained network's
-// activations, which made them the slowest loops of a training step.
+// Package ewkern holds the loops of the elementwise ops that TensorFlow
+// also registers as gradient kernels: Relu and ReluGrad, which have AVX2
+// assembly, and the gradient loops SqrtGrad, RsqrtGrad, SigmoidGrad,
+// TanhGrad and Relu6Grad, which are plain Go. Every function writes its
+// destination first (out), reads equal-length operands and does not
+// allocate.
 //
-// The assembly kernels keep TensorFlow's semantics bit for bit: Relu is
+// Relu and ReluGrad branch on the data in scalar Go, and a data-dependent
+// branch mispredicts for about half the elements of a trained network's
+// activations, which made them the slowest loops of a training step. Their
+// assembly keeps TensorFlow's semantics bit for bit: Relu is
 // std::max(x, 0) (NaN and −0 pass through), ReluGrad is
 // gradients · (features > 0) as a 0/1 factor (a NaN or Inf gradient times
-// 0 stays NaN, a negative gradient times 0 is −0). The portable loops in
-// this file are the reference of the tests and run without AVX2.
+// 0 stays NaN, a negative gradient times 0 is −0). ReluGo and ReluGradGo
+// are the portable loops, the reference of the tests.
+//
+// The assembly routines (reluF32, reluF64, reluGradF32, reluGradF64) have
+// Go twins of the same name and signature, chosen at build time: the
+// assembly on amd64 (kernel_amd64.go), the Go loops under the noasm tag and
+// on other architectures (kernel_other.go). Relu and ReluGrad pick the
+// routine's bulk path themselves when the CPU allows it; callers never ask.
 package ewkern
 
 // Float is the element type of the kernels.
@@ -18,10 +29,11 @@ type Float interface{ ~float32 | ~float64 }
 const block = 8
 
 // Relu sets out[i] = max(x[i], 0) for i < len(out); len(x) >= len(out).
+// It equals ReluGo bit for bit.
 func Relu[T Float](out, x []T) {
 	x = x[:len(out)]
 	n := 0
-	if Enabled && len(out) >= block {
+	if bulkOK && len(out) >= block {
 		switch o := any(out).(type) {
 		case []float32:
 			n = len(o) &^ (block - 1)
@@ -35,11 +47,11 @@ func Relu[T Float](out, x []T) {
 }
 
 // ReluGrad sets out[i] = g[i] · (f[i] > 0 ? 1 : 0) for i < len(out);
-// len(g), len(f) >= len(out).
+// len(g), len(f) >= len(out). It equals ReluGradGo bit for bit.
 func ReluGrad[T Float](out, g, f []T) {
 	g, f = g[:len(out)], f[:len(out)]
 	n := 0
-	if Enabled && len(out) >= block {
+	if bulkOK && len(out) >= block {
 		switch o := any(out).(type) {
 		case []float32:
 			n = len(o) &^ (block - 1)
@@ -52,7 +64,9 @@ func ReluGrad[T Float](out, g, f []T) {
 	ReluGradGo(out[n:], g[n:], f[n:])
 }
 
-// ReluGo is the portable Relu loop.
+// ReluGo is the portable Relu loop:
+//
+//	for i, v := range x { if v < 0 { v = 0 }; out[i] = v }
 func ReluGo[T Float](out, x []T) {
 	x = x[:len(out)]
 	for i, v := range x {
@@ -63,12 +77,81 @@ func ReluGo[T Float](out, x []T) {
 	}
 }
 
-// ReluGradGo is the portable ReluGrad loop.
+// ReluGradGo is the portable ReluGrad loop:
+//
+//	for i := range out { var m T; if f[i] > 0 { m = 1 }; out[i] = g[i] * m }
 func ReluGradGo[T Float](out, g, f []T) {
 	g, f = g[:len(out)], f[:len(out)]
 	for i := range out {
 		var m T
 		if f[i] > 0 {
+			m = 1
+		}
+		out[i] = g[i] * m
+	}
+}
+
+// The gradient loops below follow the order of operations of TensorFlow's
+// vectorised CPU kernels (cwise_ops_gradients.h, relu_op_functor.h). Each
+// reads len(out) elements of its operands.
+
+// SqrtGrad sets out[i] = (0.5 / y[i]) · dy[i], the gradient of y = sqrt(x),
+// and 0 where dy[i] == 0 (TensorFlow's mul_no_nan: no NaN from y == 0
+// where nothing flows).
+func SqrtGrad[T Float](out, y, dy []T) {
+	y, dy = y[:len(out)], dy[:len(out)]
+	for i := range out {
+		y, dy := y[i], dy[i]
+		if dy == 0 {
+			out[i] = 0
+		} else {
+			out[i] = (T(0.5) / y) * dy
+		}
+	}
+}
+
+// RsqrtGrad sets out[i] = (−0.5 · (y·y)) · (y·dy), the gradient of
+// y = 1/sqrt(x), and 0 where dy[i] == 0 or y·dy == 0.
+func RsqrtGrad[T Float](out, y, dy []T) {
+	y, dy = y[:len(out)], dy[:len(out)]
+	for i := range out {
+		y, dy := y[i], dy[i]
+		t := y * dy
+		if dy == 0 || t == 0 {
+			out[i] = 0
+		} else {
+			out[i] = (T(-0.5) * (y * y)) * t
+		}
+	}
+}
+
+// SigmoidGrad sets out[i] = dy[i] · (y[i] · (1 − y[i])), the gradient of
+// y = sigmoid(x).
+func SigmoidGrad[T Float](out, y, dy []T) {
+	y, dy = y[:len(out)], dy[:len(out)]
+	for i := range out {
+		y := y[i]
+		out[i] = dy[i] * (y * (1 - y))
+	}
+}
+
+// TanhGrad sets out[i] = dy[i] · (1 − y[i]·y[i]), the gradient of
+// y = tanh(x).
+func TanhGrad[T Float](out, y, dy []T) {
+	y, dy = y[:len(out)], dy[:len(out)]
+	for i := range out {
+		y := y[i]
+		out[i] = dy[i] * (1 - y*y)
+	}
+}
+
+// Relu6Grad sets out[i] = g[i] · (0 < f[i] < 6 ? 1 : 0), the gradient of
+// Relu6 (a NaN or Inf gradient times 0 stays NaN, as in TensorFlow).
+func Relu6Grad[T Float](out, g, f []T) {
+	g, f = g[:len(out)], f[:len(out)]
+	for i := range out {
+		var m T
+		if v := f[i]; v > 0 && v < 6 {
 			m = 1
 		}
 		out[i] = g[i] * m

@@ -56,7 +56,7 @@ func testKernels[T Float](t *testing.T, name string) {
 }
 
 func TestKernelsMatchGo(t *testing.T) {
-	if !Enabled {
+	if !bulkOK {
 		t.Log("no AVX2: the portable loops run (compared with themselves)")
 	}
 	testKernels[float32](t, "float32")
@@ -125,4 +125,64 @@ func BenchmarkReluGrad(b *testing.B) {
 			ReluGradGo(out, g, x)
 		}
 	})
+}
+
+// TestGradLoopsMatchNaive compares the gradient loops with the float64
+// formulas, in float64 (exactly up to rounding order) and float32.
+func TestGradLoopsMatchNaive(t *testing.T) {
+	ref := map[string]struct {
+		f32 func(out, a, b []float32)
+		f64 func(out, a, b []float64)
+		f   func(a, b float64) float64
+	}{
+		"SqrtGrad": {SqrtGrad[float32], SqrtGrad[float64], func(y, dy float64) float64 {
+			if dy == 0 {
+				return 0
+			}
+			return dy * 0.5 / y
+		}},
+		"RsqrtGrad": {RsqrtGrad[float32], RsqrtGrad[float64], func(y, dy float64) float64 {
+			if dy == 0 || y == 0 {
+				return 0
+			}
+			return -0.5 * dy * y * y * y
+		}},
+		"SigmoidGrad": {SigmoidGrad[float32], SigmoidGrad[float64], func(y, dy float64) float64 { return dy * y * (1 - y) }},
+		"TanhGrad":    {TanhGrad[float32], TanhGrad[float64], func(y, dy float64) float64 { return dy * (1 - y*y) }},
+		"ReluGrad": {ReluGrad[float32], ReluGrad[float64], func(g, f float64) float64 {
+			if f > 0 {
+				return g
+			}
+			return g * 0
+		}},
+		"Relu6Grad": {Relu6Grad[float32], Relu6Grad[float64], func(g, f float64) float64 {
+			if f > 0 && f < 6 {
+				return g
+			}
+			return g * 0
+		}},
+	}
+	r := rand.New(rand.NewSource(6))
+	for name, k := range ref {
+		for _, n := range []int{0, 1, 9, 100} {
+			a, b := make([]float64, n), make([]float64, n)
+			a32, b32 := make([]float32, n), make([]float32, n)
+			for i := range a {
+				a32[i], b32[i] = float32(r.Float64()*4-2), float32(r.Float64()*10-2)
+				a[i], b[i] = float64(a32[i]), float64(b32[i])
+			}
+			out, out32 := make([]float64, n), make([]float32, n)
+			k.f64(out, a, b)
+			k.f32(out32, a32, b32)
+			for i := range out {
+				want := k.f(a[i], b[i])
+				if math.Abs(out[i]-want) > 1e-15*(1+math.Abs(want)) {
+					t.Fatalf("%s float64 n=%d element %d = %v, want %v", name, n, i, out[i], want)
+				}
+				if math.Abs(float64(out32[i])-want) > 1e-6*(1+math.Abs(want)) {
+					t.Fatalf("%s float32 n=%d element %d = %v, want %v", name, n, i, out32[i], want)
+				}
+			}
+		}
+	}
 }

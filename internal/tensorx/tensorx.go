@@ -6,7 +6,6 @@
 package tensorx
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,11 +21,30 @@ type Elem interface {
 	float32 | float64 | int32 | int64 | bool
 }
 
-// ErrShape and ErrDtype are returned (wrapped) by the helpers below.
+// ErrShape and ErrDtype are returned (wrapped) by the helpers below. They
+// are the same classes of error as package registry's ErrShape and
+// ErrDtype, which this package cannot import: each has an ErrorKind method
+// ("shape", "dtype"), and errors.Is matches sentinels of the same kind
+// either way (errors.Is(err, registry.ErrShape) holds for a shape error
+// from here).
 var (
-	ErrShape = errors.New("shape error")
-	ErrDtype = errors.New("dtype error")
+	ErrShape error = &kindSentinel{kind: "shape", msg: "shape error"}
+	ErrDtype error = &kindSentinel{kind: "dtype", msg: "dtype error"}
 )
+
+// kindSentinel is a sentinel error with a kind shared across packages.
+type kindSentinel struct{ kind, msg string }
+
+func (e *kindSentinel) Error() string { return e.msg }
+
+// ErrorKind names the class of the error: "shape" or "dtype".
+func (e *kindSentinel) ErrorKind() string { return e.kind }
+
+// Is reports whether target is a sentinel of the same kind.
+func (e *kindSentinel) Is(target error) bool {
+	k, ok := target.(interface{ ErrorKind() string })
+	return ok && k.ErrorKind() == e.kind
+}
 
 // MaxRank bounds the rank of tensors tapegrad creates.
 const MaxRank = 16

@@ -3,13 +3,10 @@ package testutil
 import (
 	"fmt"
 	"math"
-	"math/rand"
-	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
 )
 
 // Values a PoisonAlloc writes into the dirty integer buffers it hands out.
@@ -18,7 +15,7 @@ const (
 	poisonInt64 = -0x5a5a5a5a5a5a5a5a
 )
 
-// PoisonAlloc is a registry.Allocator handing out fresh buffers that are
+// PoisonAlloc is an allocator (a registry.Allocator) handing out fresh buffers that are
 // filled with NaN (floats), a sentinel (int32, int64) or true (bool) unless
 // zeroed ones are asked for, so a kernel that leaves an output element
 // unwritten, or reads scratch it has not written, fails the comparisons.
@@ -62,53 +59,6 @@ func (PoisonAlloc) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Den
 
 // Release does nothing: buffers are never reused.
 func (PoisonAlloc) Release(*tensor.Dense) {}
-
-// KC returns a kernel context with a PoisonAlloc and the given thread
-// budget, without a random source.
-func KC(threads int) *registry.KernelCtx {
-	return &registry.KernelCtx{Alloc: PoisonAlloc{}, Threads: threads}
-}
-
-// SeededKC is KC with a random source seeded with seed, for the ops that
-// draw random numbers.
-func SeededKC(threads int, seed int64) *registry.KernelCtx {
-	kc := KC(threads)
-	kc.Rand = rand.New(rand.NewSource(seed))
-	return kc
-}
-
-// RunKC runs the registered op named op on kc (attrs are normalised by
-// registry.Run). A missing op fails the test.
-func RunKC(t testing.TB, kc *registry.KernelCtx, op string, attrs any, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry.Run(def, kc, attrs, in)
-}
-
-// Run runs op on KC(threads).
-func Run(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) ([]*tensor.Dense, error) {
-	t.Helper()
-	return RunKC(t, KC(threads), op, attrs, in...)
-}
-
-// MustRunKC is RunKC failing the test on error.
-func MustRunKC(t testing.TB, kc *registry.KernelCtx, op string, attrs any, in ...*tensor.Dense) []*tensor.Dense {
-	t.Helper()
-	out, err := RunKC(t, kc, op, attrs, in...)
-	if err != nil {
-		t.Fatalf("%s: %v", op, err)
-	}
-	return out
-}
-
-// MustRun is Run failing the test on error.
-func MustRun(t testing.TB, op string, attrs any, threads int, in ...*tensor.Dense) []*tensor.Dense {
-	t.Helper()
-	return MustRunKC(t, KC(threads), op, attrs, in...)
-}
 
 // PoolAlloc is a registry.Allocator for benchmarks: it recycles released
 // buffers by dtype and shape (no poisoning, no first-touch cost of fresh

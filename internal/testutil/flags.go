@@ -2,9 +2,6 @@ package testutil
 
 import (
 	"flag"
-	"testing"
-
-	"github.com/tapegrad/tapegrad/registry"
 )
 
 func init() {
@@ -18,18 +15,4 @@ func init() {
 func Long() bool {
 	f := flag.Lookup("long")
 	return f != nil && f.Value.String() == "true"
-}
-
-// GradOp returns the registered op named name, failing the test unless it
-// exists and has a gradient function.
-func GradOp(t testing.TB, name string) *registry.OpDef {
-	t.Helper()
-	d, err := registry.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GradKind() != registry.GradDefined {
-		t.Fatalf("%s: gradient state %v, want a gradient function", name, d.GradKind())
-	}
-	return d
 }

@@ -1,19 +1,15 @@
 package testutil
 
 import (
-	"testing"
-
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Recycler is a registry.Allocator that, like the tape's arena in steady
-// state, serves every request again from the buffers it handed out once
-// reset, without allocating itself (a linear search over its buffers).
-// The allocation tests of the kernels run them through it. Its zero value
-// is ready to use.
+// Recycler is an allocator (registry.Allocator) that, like the tape's
+// arena in steady state, serves every request again from the buffers it
+// handed out once Reset, without allocating itself (a linear search over
+// its buffers). Allocation tests run kernels through it.
 type Recycler struct{ bufs []recycled }
 
 // recycled is one buffer of a Recycler.
@@ -22,8 +18,8 @@ type recycled struct {
 	used bool
 }
 
-// Alloc returns a free buffer of that dtype and shape (zeroed if asked),
-// or a fresh zeroed one.
+// Alloc returns a free buffer of dtype dt and the given shape, zeroed if
+// asked, or a new one.
 func (r *Recycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
 	for i := range r.bufs {
 		b := &r.bufs[i]
@@ -56,27 +52,5 @@ func (r *Recycler) Release(d *tensor.Dense) {
 func (r *Recycler) Reset() {
 	for i := range r.bufs {
 		r.bufs[i].used = false
-	}
-}
-
-// KernelRun returns a function that runs op's kernel with attrs on in
-// with threads, its outputs from a Recycler reset on every call: what the
-// tape does in a steady-state training step. name labels failures.
-func KernelRun(t testing.TB, name, op string, attrs any, threads int, in []*tensor.Dense) func() {
-	t.Helper()
-	def, err := registry.Lookup(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if attrs, err = def.NormalizeAttrs(attrs); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	alloc := &Recycler{}
-	kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
-	return func() {
-		alloc.Reset()
-		if _, err := registry.RunNormalized(def, kc, attrs, in); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
 	}
 }
