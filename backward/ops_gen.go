@@ -10,6 +10,8 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpBiasAddGrad is the name of the BiasAddGrad op.
+	OpBiasAddGrad = "BiasAddGrad"
 	// OpDepthwiseConv2dNativeBackpropFilter is the name of the DepthwiseConv2dNativeBackpropFilter op.
 	OpDepthwiseConv2dNativeBackpropFilter = "DepthwiseConv2dNativeBackpropFilter"
 	// OpDepthwiseConv2dNativeBackpropInput is the name of the DepthwiseConv2dNativeBackpropInput op.
@@ -28,6 +30,18 @@ const (
 	OpFusedBatchNormGrad = "FusedBatchNormGrad"
 	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
 	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
+	// OpRelu6Grad is the name of the Relu6Grad op.
+	OpRelu6Grad = "Relu6Grad"
+	// OpReluGrad is the name of the ReluGrad op.
+	OpReluGrad = "ReluGrad"
+	// OpRsqrtGrad is the name of the RsqrtGrad op.
+	OpRsqrtGrad = "RsqrtGrad"
+	// OpSigmoidGrad is the name of the SigmoidGrad op.
+	OpSigmoidGrad = "SigmoidGrad"
+	// OpSqrtGrad is the name of the SqrtGrad op.
+	OpSqrtGrad = "SqrtGrad"
+	// OpTanhGrad is the name of the TanhGrad op.
+	OpTanhGrad = "TanhGrad"
 	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
 	OpFakeQuantWithMinMaxVarsGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
 	// OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint op.
@@ -37,6 +51,12 @@ const (
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
 )
+
+// BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
+// Inputs: out_backprop. Output: output.
+func BiasAddGrad(e registry.Emitter, attrs registry.Attrs[forward.BiasAddAttrs], outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpBiasAddGrad, attrs.Boxed(), outBackprop)
+}
 
 // DepthwiseConv2dNativeBackpropFilter applies DepthwiseConv2dNativeBackpropFilter on e: gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
 // Inputs: input, filter_sizes, out_backprop. Output: output.
@@ -90,6 +110,42 @@ func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[forward.FusedBa
 // Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
 func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
 	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+}
+
+// Relu6Grad applies Relu6Grad on e: backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output).
+// Inputs: gradients, features. Output: backprops.
+func Relu6Grad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
+	return registry.Apply1(e, OpRelu6Grad, nil, gradients, features)
+}
+
+// ReluGrad applies ReluGrad on e: backprops = gradients * (features > 0), the gradient of Relu (features: its input or output).
+// Inputs: gradients, features. Output: backprops.
+func ReluGrad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
+	return registry.Apply1(e, OpReluGrad, nil, gradients, features)
+}
+
+// RsqrtGrad applies RsqrtGrad on e: z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x).
+// Inputs: y, dy. Output: z.
+func RsqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpRsqrtGrad, nil, y, dy)
+}
+
+// SigmoidGrad applies SigmoidGrad on e: z = dy * y * (1 - y), the gradient of y = sigmoid(x).
+// Inputs: y, dy. Output: z.
+func SigmoidGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSigmoidGrad, nil, y, dy)
+}
+
+// SqrtGrad applies SqrtGrad on e: z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x).
+// Inputs: y, dy. Output: z.
+func SqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSqrtGrad, nil, y, dy)
+}
+
+// TanhGrad applies TanhGrad on e: z = dy * (1 - y^2), the gradient of y = tanh(x).
+// Inputs: y, dy. Output: z.
+func TanhGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpTanhGrad, nil, y, dy)
 }
 
 // FakeQuantWithMinMaxVarsGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient).

@@ -15,8 +15,6 @@ const (
 	OpAddV2 = "AddV2"
 	// OpBiasAdd is the name of the BiasAdd op.
 	OpBiasAdd = "BiasAdd"
-	// OpBiasAddGrad is the name of the BiasAddGrad op.
-	OpBiasAddGrad = "BiasAddGrad"
 	// OpBroadcastTo is the name of the BroadcastTo op.
 	OpBroadcastTo = "BroadcastTo"
 	// OpCast is the name of the Cast op.
@@ -73,20 +71,12 @@ const (
 	OpRelu = "Relu"
 	// OpRelu6 is the name of the Relu6 op.
 	OpRelu6 = "Relu6"
-	// OpRelu6Grad is the name of the Relu6Grad op.
-	OpRelu6Grad = "Relu6Grad"
-	// OpReluGrad is the name of the ReluGrad op.
-	OpReluGrad = "ReluGrad"
 	// OpReshape is the name of the Reshape op.
 	OpReshape = "Reshape"
 	// OpRsqrt is the name of the Rsqrt op.
 	OpRsqrt = "Rsqrt"
-	// OpRsqrtGrad is the name of the RsqrtGrad op.
-	OpRsqrtGrad = "RsqrtGrad"
 	// OpSigmoid is the name of the Sigmoid op.
 	OpSigmoid = "Sigmoid"
-	// OpSigmoidGrad is the name of the SigmoidGrad op.
-	OpSigmoidGrad = "SigmoidGrad"
 	// OpSoftmax is the name of the Softmax op.
 	OpSoftmax = "Softmax"
 	// OpSoftmaxCrossEntropyWithLogits is the name of the SoftmaxCrossEntropyWithLogits op.
@@ -95,8 +85,6 @@ const (
 	OpSparseSoftmaxCrossEntropyWithLogits = "SparseSoftmaxCrossEntropyWithLogits"
 	// OpSqrt is the name of the Sqrt op.
 	OpSqrt = "Sqrt"
-	// OpSqrtGrad is the name of the SqrtGrad op.
-	OpSqrtGrad = "SqrtGrad"
 	// OpSquare is the name of the Square op.
 	OpSquare = "Square"
 	// OpStopGradient is the name of the StopGradient op.
@@ -107,8 +95,6 @@ const (
 	OpSum = "Sum"
 	// OpTanh is the name of the Tanh op.
 	OpTanh = "Tanh"
-	// OpTanhGrad is the name of the TanhGrad op.
-	OpTanhGrad = "TanhGrad"
 	// OpTranspose is the name of the Transpose op.
 	OpTranspose = "Transpose"
 	// OpZerosLike is the name of the ZerosLike op.
@@ -133,12 +119,6 @@ func AddV2(e registry.Emitter, x registry.Value, y registry.Value) registry.Valu
 // Inputs: value, bias. Output: output.
 func BiasAdd(e registry.Emitter, attrs registry.Attrs[BiasAddAttrs], value registry.Value, bias registry.Value) registry.Value {
 	return registry.Apply1(e, OpBiasAdd, attrs.Boxed(), value, bias)
-}
-
-// BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
-// Inputs: out_backprop. Output: output.
-func BiasAddGrad(e registry.Emitter, attrs registry.Attrs[BiasAddAttrs], outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpBiasAddGrad, attrs.Boxed(), outBackprop)
 }
 
 // BroadcastTo applies BroadcastTo on e: output = input broadcast to shape (a 1-D int32 or int64 tensor), NumPy rules.
@@ -309,18 +289,6 @@ func Relu6(e registry.Emitter, features registry.Value) registry.Value {
 	return registry.Apply1(e, OpRelu6, nil, features)
 }
 
-// Relu6Grad applies Relu6Grad on e: backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output).
-// Inputs: gradients, features. Output: backprops.
-func Relu6Grad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
-	return registry.Apply1(e, OpRelu6Grad, nil, gradients, features)
-}
-
-// ReluGrad applies ReluGrad on e: backprops = gradients * (features > 0), the gradient of Relu (features: its input or output).
-// Inputs: gradients, features. Output: backprops.
-func ReluGrad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
-	return registry.Apply1(e, OpReluGrad, nil, gradients, features)
-}
-
 // Reshape applies Reshape on e: a copy of tensor with the shape given by the int32/int64 vector shape; one entry may be -1 and is inferred from the element count.
 // Inputs: tensor, shape. Output: output.
 func Reshape(e registry.Emitter, tensor registry.Value, shape registry.Value) registry.Value {
@@ -333,22 +301,10 @@ func Rsqrt(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpRsqrt, nil, x)
 }
 
-// RsqrtGrad applies RsqrtGrad on e: z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x).
-// Inputs: y, dy. Output: z.
-func RsqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
-	return registry.Apply1(e, OpRsqrtGrad, nil, y, dy)
-}
-
 // Sigmoid applies Sigmoid on e: y = 1 / (1 + exp(-x)).
 // Inputs: x. Output: y.
 func Sigmoid(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpSigmoid, nil, x)
-}
-
-// SigmoidGrad applies SigmoidGrad on e: z = dy * y * (1 - y), the gradient of y = sigmoid(x).
-// Inputs: y, dy. Output: z.
-func SigmoidGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
-	return registry.Apply1(e, OpSigmoidGrad, nil, y, dy)
 }
 
 // Softmax applies Softmax on e: softmax over the last axis: exp(x - max) / Σ exp(x - max); logits of rank >= 1.
@@ -373,12 +329,6 @@ func SparseSoftmaxCrossEntropyWithLogits(e registry.Emitter, features registry.V
 // Inputs: x. Output: y.
 func Sqrt(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpSqrt, nil, x)
-}
-
-// SqrtGrad applies SqrtGrad on e: z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x).
-// Inputs: y, dy. Output: z.
-func SqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
-	return registry.Apply1(e, OpSqrtGrad, nil, y, dy)
 }
 
 // Square applies Square on e: y = x * x.
@@ -409,12 +359,6 @@ func Sum(e registry.Emitter, attrs registry.Attrs[SumAttrs], input registry.Valu
 // Inputs: x. Output: y.
 func Tanh(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpTanh, nil, x)
-}
-
-// TanhGrad applies TanhGrad on e: z = dy * (1 - y^2), the gradient of y = tanh(x).
-// Inputs: y, dy. Output: z.
-func TanhGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
-	return registry.Apply1(e, OpTanhGrad, nil, y, dy)
 }
 
 // Transpose applies Transpose on e: permutes the dimensions of x: y.shape[i] = x.shape[perm[i]]; perm is an int32/int64 permutation of 0..rank-1.
