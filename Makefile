@@ -71,7 +71,9 @@ data:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist
 
 # Same-run comparison with PyTorch (needs python3-torch and OpenBLAS:
-# `make bench-deps`). THREADS=1|2, WORKLOADS=W1,W2,... (default: all).
+# `make bench-deps`). THREADS=1|2, WORKLOADS=W1,W2,...,GEMM1024 (default: all).
+# Both sides read their workloads from cmd/bench/workloads.json
+# (cmd/bench/README.md); the PyTorch side runs in both of its layouts.
 THREADS ?= 1
 WORKLOADS ?=
 BENCH_DIR ?= /tmp/tapegrad-bench
@@ -81,10 +83,9 @@ bench-deps:
 bench-compare:
 	mkdir -p $(BENCH_DIR)
 	$(GO) run ./cmd/bench -json -threads $(THREADS) $(if $(WORKLOADS),-workload $(WORKLOADS)) > $(BENCH_DIR)/go.jsonl
-	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch.jsonl
-	/usr/bin/python3 ../shared/perf/bench_torch.py --threads $(THREADS) --channels-last $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch_cl.jsonl
-	OPENBLAS_NUM_THREADS=$(THREADS) OMP_NUM_THREADS=$(THREADS) /usr/bin/python3 cmd/bench/gemm_torch.py --threads $(THREADS) > $(BENCH_DIR)/torch_gemm.jsonl
-	/usr/bin/python3 cmd/bench/compare.py $(BENCH_DIR)/go.jsonl $(BENCH_DIR)/torch.jsonl $(BENCH_DIR)/torch_cl.jsonl $(BENCH_DIR)/torch_gemm.jsonl
+	/usr/bin/python3 cmd/bench/torch/bench_torch.py --threads $(THREADS) $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch.jsonl
+	/usr/bin/python3 cmd/bench/torch/bench_torch.py --threads $(THREADS) --channels-last $(if $(WORKLOADS),--only $(WORKLOADS)) > $(BENCH_DIR)/torch_cl.jsonl
+	/usr/bin/python3 cmd/bench/compare.py $(BENCH_DIR)/go.jsonl $(BENCH_DIR)/torch.jsonl $(BENCH_DIR)/torch_cl.jsonl
 
 TRAIN_THREADS ?= 2
 EPOCHS_CMP ?= 1

@@ -22,29 +22,40 @@ type GradOpts struct {
 type emitter struct {
 	t      *Tape
 	record bool
+	fwd    bool // the tape's forward emitter (Tape.Emitter): phase "forward", record unless no-grad
 	outBuf []Value
 	inBuf  []Value
+}
+
+// phase returns the phase that errors of e's ops report, and whether its
+// ops may be recorded.
+func (e *emitter) phase() (string, bool) {
+	if e.fwd {
+		return "forward", !e.t.noGrad
+	}
+	return "backward", e.record
 }
 
 func (e *emitter) Err() error { return e.t.err }
 
 func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.Value {
 	t := e.t
+	phase, record := e.phase()
 	def, err := registry.Lookup(op)
 	if err != nil {
-		t.fail(op, -1, "backward", err)
+		t.fail(op, -1, phase, err)
 		return []registry.Value{t.poison()}
 	}
 	e.inBuf = e.inBuf[:0]
 	for i, v := range in {
 		av, ok := unbox(v)
 		if !ok {
-			t.fail(op, i, "backward", fmt.Errorf("%w: gradient passed a %T, not a tape Value", ErrInvalidValue, v))
+			t.fail(op, i, phase, fmt.Errorf("%w: passed a %T, not a tape Value", ErrInvalidValue, v))
 			av = t.poison()
 		}
 		e.inBuf = append(e.inBuf, av)
 	}
-	e.outBuf = t.applyDef(def, attrs, e.inBuf, e.record, "backward", e.outBuf[:0])
+	e.outBuf = t.applyDef(def, attrs, e.inBuf, record, phase, e.outBuf[:0])
 	clear(e.inBuf)
 	res := t.ifaces(len(e.outBuf))
 	for i, v := range e.outBuf {

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"sync"
 
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -28,7 +29,7 @@ func (r *opRef) def() *registry.OpDef {
 }
 
 var (
-	opOnesLike  = ref("OnesLike")
-	opZerosLike = ref("ZerosLike")
-	opAddN      = ref("AddN")
+	opOnesLike  = ref(forward.OpOnesLike)
+	opZerosLike = ref(forward.OpZerosLike)
+	opAddN      = ref(forward.OpAddN)
 )

@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"math"
+	"strconv"
 
 	"gorgonia.org/tensor"
 
@@ -15,57 +16,58 @@ import (
 // the tape. Each op runs on the tape of its first Value argument that has
 // one; a zero Value or values of two tapes are an error on that tape.
 
-var (
-	shpOpReshape   = ref("Reshape")
-	shpOpTranspose = ref("Transpose")
-	shpOpFill      = ref("Fill")
-	shpOpSum       = ref("Sum")
-	shpOpMean      = ref("Mean")
-	shpOpMatMul    = ref("MatMul")
-	shpOpBiasAdd   = ref("BiasAdd")
-)
-
-// shpTapeOf returns the tape of the first argument that has one, or nil.
-func shpTapeOf(vs ...Value) *Tape {
-	for _, v := range vs {
-		if v.t != nil {
-			return v.t
-		}
-	}
-	return nil
-}
-
-// shpInts puts ints on t as an int32 vector for input at of op r, or
+// shpInts puts ints on t as an int32 vector for input at of op, or
 // records an error for a value that does not fit in int32.
-func shpInts(t *Tape, r *opRef, at int, ints []int) (Value, bool) {
+func shpInts(t *Tape, op string, at int, ints []int) (Value, bool) {
 	for _, v := range ints {
 		if v < math.MinInt32 || v > math.MaxInt32 {
-			t.fail(r.name, at, "forward", registry.Errorf(registry.ErrInvalidArgument,
-				"%s: %d does not fit the int32 %s input", r.name, v, r.def().Inputs[at].Name))
+			input := "#" + strconv.Itoa(at)
+			if def, err := registry.Lookup(op); err == nil && at < len(def.Inputs) {
+				input = def.Inputs[at].Name
+			}
+			t.fail(op, at, "forward", registry.Errorf(registry.ErrInvalidArgument,
+				"%s: %d does not fit the int32 %s input", op, v, input))
 			return t.poison(), false
 		}
 	}
 	return t.Ints(ints...), true
 }
 
-// shpApply applies the single-output op r to x and, if ints is non-nil,
-// an int32 vector made of ints as the second input.
-func shpApply(r *opRef, attrs any, x Value, ints []int) Value {
-	t := shpTapeOf(x)
+// shpApply applies a builder taking x and an int32 vector made of ints.
+func shpApply(op string, b binaryBuilder, x Value, ints []int) Value {
+	t := x.t
 	if t == nil {
 		return Value{}
 	}
-	var buf [2]Value
-	in := append(buf[:0], x)
-	if ints != nil {
-		iv, ok := shpInts(t, r, 1, ints)
-		if !ok {
-			return iv
-		}
-		in = append(in, iv)
+	iv, ok := shpInts(t, op, 1, ints)
+	if !ok {
+		return iv
 	}
-	return t.applyDef(r.def(), attrs, in, !t.noGrad, "forward", nil)[0]
+	return ValueOf(b(t.Emitter(), t.box(x), t.box(iv)))
 }
+
+// shpReduce applies Sum or Mean.
+func shpReduce(op string, b func(registry.Emitter, registry.Attrs[forward.SumAttrs], registry.Value, registry.Value) registry.Value, x Value, axes []int, keepDims bool) Value {
+	t := x.t
+	if t == nil {
+		return Value{}
+	}
+	iv, ok := shpInts(t, op, 1, shpAxes(x, axes))
+	if !ok {
+		return iv
+	}
+	attrs := shpDrop
+	if keepDims {
+		attrs = shpKeep
+	}
+	return ValueOf(b(t.Emitter(), attrs, t.box(x), t.box(iv)))
+}
+
+// Sum's and Mean's attrs, made once.
+var (
+	shpKeep = registry.NewAttrs(forward.SumAttrs{KeepDims: true})
+	shpDrop = registry.NewAttrs(forward.SumAttrs{})
+)
 
 // Reshape returns a copy of x with the given shape; one entry may be -1,
 // and is then inferred from x's element count (TensorFlow's Reshape).
@@ -74,7 +76,7 @@ func Reshape(x Value, shape ...int) Value {
 	if shape == nil {
 		shape = []int{} // a scalar
 	}
-	return shpApply(shpOpReshape, nil, x, shape)
+	return shpApply(forward.OpReshape, forward.Reshape, x, shape)
 }
 
 // Transpose permutes the dimensions of x: the result's dimension i is x's
@@ -88,7 +90,7 @@ func Transpose(x Value, perm ...int) Value {
 			perm[i] = r - 1 - i
 		}
 	}
-	return shpApply(shpOpTranspose, nil, x, perm)
+	return shpApply(forward.OpTranspose, forward.Transpose, x, perm)
 }
 
 // Fill puts on t a tensor of dtype dt and the given shape with every
@@ -101,11 +103,11 @@ func Fill(t *Tape, dt tensor.Dtype, shape []int, v float64) Value {
 	if shape == nil {
 		shape = []int{}
 	}
-	dims, ok := shpInts(t, shpOpFill, 0, shape)
+	dims, ok := shpInts(t, forward.OpFill, 0, shape)
 	if !ok {
 		return dims
 	}
-	return t.applyDef(shpOpFill.def(), nil, []Value{dims, t.Scalar(dt, v)}, !t.noGrad, "forward", nil)[0]
+	return ValueOf(forward.Fill(t.Emitter(), t.box(dims), t.box(t.Scalar(dt, v))))
 }
 
 // shpAxes returns the axes of a reduction: every axis of x for nil.
@@ -125,32 +127,32 @@ func shpAxes(x Value, axes []int) []int {
 // tf.reduce_sum(axis=None); an empty, non-nil list reduces none. With
 // keepDims the reduced axes stay, with length 1.
 func Sum(x Value, axes []int, keepDims bool) Value {
-	return shpApply(shpOpSum, forward.SumAttrs{KeepDims: keepDims}, x, shpAxes(x, axes))
+	return shpReduce(forward.OpSum, forward.Sum, x, axes, keepDims)
 }
 
 // Mean returns the mean of x over axes, with the conventions of Sum. The
 // mean over an empty axis is NaN.
 func Mean(x Value, axes []int, keepDims bool) Value {
-	return shpApply(shpOpMean, forward.SumAttrs{KeepDims: keepDims}, x, shpAxes(x, axes))
+	return shpReduce(forward.OpMean, forward.Mean, x, axes, keepDims)
 }
 
 // MatMul returns the matrix product op(a)·op(b) of rank-2 a and b, op
 // transposing when attrs.TransposeA or attrs.TransposeB is set.
 func MatMul(a, b Value, attrs forward.MatMulAttrs) Value {
-	t := shpTapeOf(a, b)
+	t := tapeOf(a, b)
 	if t == nil {
 		return Value{}
 	}
-	return t.applyDef(shpOpMatMul.def(), attrs, []Value{a, b}, !t.noGrad, "forward", nil)[0]
+	return ValueOf(forward.MatMul(t.Emitter(), registry.NewAttrs(attrs), t.box(a), t.box(b)))
 }
 
 // BiasAdd returns x + b with the rank-1 bias b added along the channel
 // dimension of x: the last one for dataFormat "NHWC" (or ""), dimension 1
 // for "NCHW".
 func BiasAdd(x, b Value, dataFormat string) Value {
-	t := shpTapeOf(x, b)
+	t := tapeOf(x, b)
 	if t == nil {
 		return Value{}
 	}
-	return t.applyDef(shpOpBiasAdd.def(), forward.BiasAddAttrs{DataFormat: dataFormat}, []Value{x, b}, !t.noGrad, "forward", nil)[0]
+	return ValueOf(forward.BiasAdd(t.Emitter(), registry.NewAttrs(forward.BiasAddAttrs{DataFormat: dataFormat}), t.box(x), t.box(b)))
 }

@@ -62,6 +62,7 @@ type Tape struct {
 	marked   []bool
 	acc      [][]int32
 	em       emitter
+	fe       emitter // the forward emitter (Emitter)
 	nv       nodeView
 	dyBuf    []registry.Value
 	bwSrcs   []Value

@@ -1,6 +1,9 @@
 package backward
 
-import "github.com/tapegrad/tapegrad/registry"
+import (
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
 
 // sumToShape reduces g, the gradient of a broadcasting op's output, to the
 // shape of an input that was broadcast to it (TensorFlow's
@@ -33,12 +36,12 @@ func sumToShape(e registry.Emitter, g registry.Value, shape []int) registry.Valu
 	s := g
 	if len(axes) > 0 {
 		// nil attrs: Sum's defaults (keep_dims false).
-		s = op1(e, "Sum", nil, g, e.Ints(axes...))
+		s = forward.Sum(e, sumAttrs, g, e.Ints(axes...))
 		if bcSameShape(kept, shape) {
 			return s
 		}
 	}
-	return op1(e, "Reshape", nil, s, e.Ints(shape...))
+	return forward.Reshape(e, s, e.Ints(shape...))
 }
 
 // bcSameShape reports whether two shapes are equal.

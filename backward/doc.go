@@ -9,3 +9,5 @@
 //
 //	import _ "github.com/tapegrad/tapegrad/backward"
 package backward
+
+//go:generate go run ../cmd/genops -pkg github.com/tapegrad/tapegrad/backward -o ops_gen.go

@@ -1,6 +1,7 @@
 package backward
 
 import (
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -31,7 +32,7 @@ func init() {
 		if factor > 1 {
 			// Dividing before broadcasting gives the same values as
 			// TensorFlow's division after it, on fewer elements.
-			g = op1(e, "RealDiv", nil, g, e.Scalar(g.Dtype(), float64(factor)))
+			g = forward.RealDiv(e, g, e.Scalar(g.Dtype(), float64(factor)))
 		}
 		return only(e, 2, 0, redBroadcastBack(e, n, g)), nil
 	})
@@ -73,12 +74,12 @@ func redBroadcastBack(e registry.Emitter, n registry.Node, g registry.Value) reg
 		if len(gs) == 0 { // everything was reduced
 			ks = e.Ints(redOnes(len(xs))...)
 		} else {
-			ks = op1(e, "tapegrad.ReducedShape", nil, e.Ints(xs...), axes)
+			ks = forward.ReducedShape(e, e.Ints(xs...), axes)
 		}
-		g = op1(e, "Reshape", nil, g, ks)
+		g = forward.Reshape(e, g, ks)
 	}
 	if !bcSameShape(g.Shape(), xs) {
-		g = op1(e, "BroadcastTo", nil, g, e.Ints(xs...))
+		g = forward.BroadcastTo(e, g, e.Ints(xs...))
 	}
 	return g
 }

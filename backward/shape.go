@@ -1,6 +1,7 @@
 package backward
 
 import (
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -21,7 +22,7 @@ func shpReshapeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([
 		return e.Values(2), nil
 	}
 	x := n.Inputs()[0]
-	return only(e, 2, 0, op1(e, "Reshape", nil, dy[0], e.Ints(x.Shape()...))), nil
+	return only(e, 2, 0, forward.Reshape(e, dy[0], e.Ints(x.Shape()...))), nil
 }
 
 func shpTransposeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
@@ -30,8 +31,8 @@ func shpTransposeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) 
 	}
 	// The permutation is data, which gradient code never reads: its
 	// inverse is computed by an op, as TensorFlow does.
-	inv := op1(e, "InvertPermutation", nil, n.Inputs()[1])
-	return only(e, 2, 0, op1(e, "Transpose", nil, dy[0], inv)), nil
+	inv := forward.InvertPermutation(e, n.Inputs()[1])
+	return only(e, 2, 0, forward.Transpose(e, dy[0], inv)), nil
 }
 
 func shpFillGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
@@ -44,11 +45,11 @@ func shpFillGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]re
 		for i := range axes {
 			axes[i] = i
 		}
-		g = op1(e, "Sum", nil, g, e.Ints(axes...))
+		g = forward.Sum(e, sumAttrs, g, e.Ints(axes...))
 	}
 	// TensorFlow also accepts a one-element vector as the value.
 	if v := n.Inputs()[1]; len(v.Shape()) != 0 {
-		g = op1(e, "Reshape", nil, g, e.Ints(v.Shape()...))
+		g = forward.Reshape(e, g, e.Ints(v.Shape()...))
 	}
 	return only(e, 2, 1, g), nil
 }

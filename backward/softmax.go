@@ -1,6 +1,7 @@
 package backward
 
 import (
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -20,30 +21,30 @@ func init() {
 
 // smSumLast sums x over its last axis, keeping it (shape [..., 1]).
 func smSumLast(e registry.Emitter, x registry.Value) registry.Value {
-	return op1(e, "Sum", keepDims, x, e.Ints(len(x.Shape())-1))
+	return forward.Sum(e, sumKeepDims, x, e.Ints(len(x.Shape())-1))
 }
 
 // softmaxGrad: dx = (dy - Σ_last(dy * y)) * y, with y the op's output.
 func softmaxGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	y := n.Outputs()[0]
-	s := smSumLast(e, op1(e, "Mul", nil, dy[0], y))
-	return vals(e, op1(e, "Mul", nil, op1(e, "Sub", nil, dy[0], s), y)), nil
+	s := smSumLast(e, forward.Mul(e, dy[0], y))
+	return vals(e, forward.Mul(e, forward.Sub(e, dy[0], s), y)), nil
 }
 
 // logSoftmaxGrad: dx = dy - Σ_last(dy) * exp(y), with y the op's output.
 func logSoftmaxGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	y := n.Outputs()[0]
-	s := op1(e, "Mul", nil, smSumLast(e, dy[0]), op1(e, "Exp", nil, y))
-	return vals(e, op1(e, "Sub", nil, dy[0], s)), nil
+	s := forward.Mul(e, smSumLast(e, dy[0]), forward.Exp(e, y))
+	return vals(e, forward.Sub(e, dy[0], s)), nil
 }
 
 // smXentGradGrad is TensorFlow's second-order term of the cross-entropy
 // ops for the features: the softmax Jacobian applied to grad_grad,
 // (gg - Σ_c(gg * p)) * p with p = softmax(features).
 func smXentGradGrad(e registry.Emitter, features, gg registry.Value) registry.Value {
-	p := op1(e, "Softmax", nil, features)
-	s := smSumLast(e, op1(e, "Mul", nil, gg, p))
-	return op1(e, "Mul", nil, op1(e, "Sub", nil, gg, s), p)
+	p := forward.Softmax(e, features)
+	s := smSumLast(e, forward.Mul(e, gg, p))
+	return forward.Mul(e, forward.Sub(e, gg, s), p)
 }
 
 // smAdd returns a + b, treating nil as zero.
@@ -54,13 +55,13 @@ func smAdd(e registry.Emitter, a, b registry.Value) registry.Value {
 	case b == nil:
 		return a
 	}
-	return op1(e, "AddV2", nil, a, b)
+	return forward.AddV2(e, a, b)
 }
 
 // smColumn reshapes the per-row gradient of the loss [batch] to
 // [batch, 1] (TensorFlow's expand_dims(grad_loss, -1)).
 func smColumn(e registry.Emitter, g registry.Value) registry.Value {
-	return op1(e, "Reshape", nil, g, e.Ints(smColumnShape...))
+	return forward.Reshape(e, g, e.Ints(smColumnShape...))
 }
 
 // smColumnShape is smColumn's target shape, [-1, 1] (the -1 inferred as
@@ -98,7 +99,7 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	// The features as the kernel saw them: [batch, classes].
 	fb := features
 	if !bcSameShape(features.Shape(), full) && (n.NeedsGrad(1) && dy[0] != nil || n.NeedsGrad(0) && dy[1] != nil) {
-		fb = op1(e, "BroadcastTo", nil, features, e.Ints(full...))
+		fb = forward.BroadcastTo(e, features, e.Ints(full...))
 	}
 	var gf, gl, col registry.Value
 	if dy[0] != nil {
@@ -106,7 +107,7 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	}
 	if n.NeedsGrad(0) {
 		if col != nil {
-			gf = op1(e, "Mul", nil, col, backprop)
+			gf = forward.Mul(e, col, backprop)
 		}
 		if dy[1] != nil {
 			gf = smAdd(e, gf, smXentGradGrad(e, fb, dy[1]))
@@ -115,13 +116,13 @@ func xentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	}
 	if n.NeedsGrad(1) {
 		if col != nil {
-			gl = op1(e, "Mul", nil, col, op1(e, "Neg", nil, op1(e, "LogSoftmax", nil, fb)))
+			gl = forward.Mul(e, col, forward.Neg(e, forward.LogSoftmax(e, fb)))
 		}
 		if dy[1] != nil {
 			if gl == nil {
-				gl = op1(e, "Neg", nil, dy[1])
+				gl = forward.Neg(e, dy[1])
 			} else {
-				gl = op1(e, "Sub", nil, gl, dy[1])
+				gl = forward.Sub(e, gl, dy[1])
 			}
 		}
 		gl = sumToShape(e, gl, labels.Shape())
@@ -139,7 +140,7 @@ func sparseXentGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([
 	}
 	var gf registry.Value
 	if dy[0] != nil {
-		gf = op1(e, "Mul", nil, smColumn(e, dy[0]), n.Outputs()[1])
+		gf = forward.Mul(e, smColumn(e, dy[0]), n.Outputs()[1])
 	}
 	if dy[1] != nil {
 		gf = smAdd(e, gf, smXentGradGrad(e, n.Inputs()[0], dy[1]))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
-	"github.com/tapegrad/tapegrad/registry"
 )
 
 // allocCase is one op application whose steady-state allocations are
@@ -106,18 +105,9 @@ func allocCases(t *testing.T) []allocCase {
 	df := f32(3, 3, 16, 1)
 	dx64, df64 := f64(16, 16, 16, 6), f64(3, 3, 6, 2)
 	dxc, dfc := f32(8, 8, 48, 48), f32(3, 3, 8, 1)
-	// Fractional pooling of a [8,36,36,16] input, and the gradient with
-	// the forward's sequences.
+	// Fractional pooling of a [8,36,36,16] input (its gradient op is
+	// checked in package backward).
 	px := f32(8, 36, 36, 16)
-	fpDef, err := registry.Lookup("FractionalAvgPool")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pooled, err := registry.Run(fpDef, nil, fp(true), []*tensor.Dense{px})
-	if err != nil {
-		t.Fatal(err)
-	}
-	py, rows, cols := pooled[0], pooled[1], pooled[2]
 	return []allocCase{
 		{"bn/train/NHWC", "FusedBatchNormV3", bn("NHWC", true), []*tensor.Dense{x, sc, of, mu, va}},
 		{"bn/train/NCHW", "FusedBatchNormV3", bn(nchw, true), []*tensor.Dense{xc, sc, of, mu, va}},
@@ -146,9 +136,6 @@ func allocCases(t *testing.T) []allocCase {
 
 		{"fp/avg", "FractionalAvgPool", fp(false), []*tensor.Dense{px}},
 		{"fp/avg/overlap", "FractionalAvgPool", fp(true), []*tensor.Dense{px}},
-		{"fp/grad", "FractionalAvgPoolGrad", FractionalPoolGradAttrs{}, []*tensor.Dense{i64(8, 36, 36, 16), py, rows, cols}},
-		{"fp/grad/overlap", "FractionalAvgPoolGrad", FractionalPoolGradAttrs{Overlapping: true},
-			[]*tensor.Dense{i64(8, 36, 36, 16), py, rows, cols}},
 	}
 }
 
@@ -163,7 +150,7 @@ const parAllocBound = 2
 
 // TestKernelsAllocateNothingConvNorm extends TestKernelsAllocateNothing to
 // FusedBatchNorm(V3) and its gradients, the DepthwiseConv2dNative family
-// and FractionalAvgPool(Grad): on one thread with recycled buffers a call
+// and FractionalAvgPool: on one thread with recycled buffers a call
 // allocates nothing; on two threads a closure per parallel loop at most.
 // The two-thread count is taken with runtime.MemStats at the process's
 // GOMAXPROCS (testing.AllocsPerRun runs at one, where every worker comes

@@ -6,3 +6,5 @@
 // The attr struct of each op (Conv2DAttrs, MatMulAttrs, ...) is exported
 // here; pass it to autodiff's typed op functions or to Tape.Apply.
 package forward
+
+//go:generate go run ../cmd/genops -pkg github.com/tapegrad/tapegrad/forward -o ops_gen.go

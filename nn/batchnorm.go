@@ -49,7 +49,7 @@ type BatchNorm struct {
 	// named "moving_mean" and "moving_variance".
 	MovingMean, MovingVariance *Buffer
 	train, eval                forward.FusedBatchNormAttrs
-	trainOp, evalOp            layerOp // FusedBatchNormV3 with train, eval
+	trainOp, evalOp            registry.Attrs[forward.FusedBatchNormAttrs] // FusedBatchNormV3 in train, eval mode
 	err                        error
 }
 
@@ -97,8 +97,8 @@ func (b *BatchNorm) init(c int, o BatchNormOpts) error {
 	eps32, f32, tr, ev := float32(eps), float32(1-m), true, false
 	b.train = forward.FusedBatchNormAttrs{Epsilon: &eps32, ExponentialAvgFactor: &f32, DataFormat: format, IsTraining: &tr}
 	b.eval = forward.FusedBatchNormAttrs{Epsilon: &eps32, DataFormat: format, IsTraining: &ev}
-	b.trainOp = newLayerOp("FusedBatchNormV3", b.train)
-	b.evalOp = newLayerOp("FusedBatchNormV3", b.eval)
+	b.trainOp = registry.NewAttrs(b.train)
+	b.evalOp = registry.NewAttrs(b.eval)
 	if b.Scale, err = newParam("scale", dt, []int{c}, Ones, nil); err != nil {
 		return wrapf(err, layer)
 	}
@@ -135,11 +135,13 @@ func (b *BatchNorm) forward(t *autodiff.Tape, x autodiff.Value, bd binder) autod
 	}
 	scale, offset := bind(t, bd, b.Scale), bind(t, bd, b.Offset)
 	mean, variance := t.Constant(b.MovingMean.Data), t.Constant(b.MovingVariance.Data)
+	e := t.Emitter()
 	if !t.IsTraining() {
-		return b.evalOp.apply(t, x, scale, offset, mean, variance)[0]
+		return autodiff.ValueOf(forward.FusedBatchNormV3(e, b.evalOp, t.Ref(x), t.Ref(scale), t.Ref(offset), t.Ref(mean), t.Ref(variance))[0])
 	}
 	// FusedBatchNormV3's outputs: y, batch_mean, batch_variance, ...
-	out := b.trainOp.apply(t, x, scale, offset, mean, variance)
+	refs := forward.FusedBatchNormV3(e, b.trainOp, t.Ref(x), t.Ref(scale), t.Ref(offset), t.Ref(mean), t.Ref(variance))
+	out := [3]autodiff.Value{autodiff.ValueOf(refs[0]), autodiff.ValueOf(refs[1]), autodiff.ValueOf(refs[2])}
 	for _, u := range [2]struct {
 		v   autodiff.Value
 		buf *Buffer

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
 )
 
 // ConvOpts configure the convolution layers (Conv2D, DepthwiseConv2D,
@@ -159,8 +160,9 @@ type Conv2D struct {
 	// Bias is the bias, [out], named "bias"; nil with NoBias.
 	Bias *autodiff.Param
 	// op and biasAdd are Conv2D and BiasAdd with the layer's attrs.
-	op, biasAdd layerOp
-	err         error
+	conv registry.Attrs[forward.Conv2DAttrs]
+	bias registry.Attrs[forward.BiasAddAttrs]
+	err  error
 }
 
 // NewConv2D returns a convolution from in to out channels with a square
@@ -192,8 +194,8 @@ func (c *Conv2D) init(in, out, kernel int, o ConvOpts) error {
 	if err != nil {
 		return err
 	}
-	c.op = newLayerOp("Conv2D", g.conv2DAttrs())
-	c.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
+	c.conv = registry.NewAttrs(g.conv2DAttrs())
+	c.bias = registry.NewAttrs(forward.BiasAddAttrs{DataFormat: g.format})
 	if c.Weight, err = newParam("weight", g.dtype, []int{g.kh, g.kw, in / groups, out}, orInit(o.KernelInit, GlorotUniform), o.Rand); err != nil {
 		return wrapf(err, layer)
 	}
@@ -221,9 +223,9 @@ func (c *Conv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) autodiff.
 }
 
 func (c *Conv2D) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := c.op.apply(t, x, w)[0]
+	y := apply2(t, forward.Conv2D, c.conv, x, w)
 	if c.Bias != nil {
-		y = c.biasAdd.apply(t, y, bind(t, b, c.Bias))[0]
+		y = apply2(t, forward.BiasAdd, c.bias, y, bind(t, b, c.Bias))
 	}
 	return y
 }

@@ -37,8 +37,8 @@ type Dense struct {
 
 // The ops of Dense, with their attrs.
 var (
-	denseMatMul  = newLayerOp("MatMul", forward.MatMulAttrs{})
-	denseBiasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: "NHWC"})
+	denseMatMul  = registry.NewAttrs(forward.MatMulAttrs{})
+	denseBiasAdd = registry.NewAttrs(forward.BiasAddAttrs{DataFormat: "NHWC"})
 )
 
 // NewDense returns a Dense layer from in to out features.
@@ -90,9 +90,9 @@ func (d *Dense) forward(t *autodiff.Tape, x autodiff.Value, b binder) autodiff.V
 
 // forwardKernel applies the layer with the kernel value w.
 func (d *Dense) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := denseMatMul.apply(t, x, w)[0]
+	y := apply2(t, forward.MatMul, denseMatMul, x, w)
 	if d.Bias != nil {
-		y = denseBiasAdd.apply(t, y, bind(t, b, d.Bias))[0]
+		y = apply2(t, forward.BiasAdd, denseBiasAdd, y, bind(t, b, d.Bias))
 	}
 	return y
 }

@@ -3,6 +3,7 @@ package nn
 import (
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
 )
 
 // depthwiseAttrs returns the DepthwiseConv2dNative attrs of the geometry.
@@ -39,8 +40,9 @@ type DepthwiseConv2D struct {
 	Bias *autodiff.Param
 	// op and biasAdd are DepthwiseConv2dNative and BiasAdd with the
 	// layer's attrs.
-	op, biasAdd layerOp
-	err         error
+	conv registry.Attrs[forward.DepthwiseConv2dAttrs]
+	bias registry.Attrs[forward.BiasAddAttrs]
+	err  error
 }
 
 // NewDepthwiseConv2D returns a depthwise convolution of in channels with a
@@ -63,8 +65,8 @@ func (d *DepthwiseConv2D) init(in, kernel int, o ConvOpts) error {
 	if err != nil {
 		return err
 	}
-	d.op = newLayerOp("DepthwiseConv2dNative", g.depthwiseAttrs())
-	d.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
+	d.conv = registry.NewAttrs(g.depthwiseAttrs())
+	d.bias = registry.NewAttrs(forward.BiasAddAttrs{DataFormat: g.format})
 	if d.Weight, err = newParam("weight", g.dtype, []int{g.kh, g.kw, in, m}, orInit(o.KernelInit, GlorotUniform), o.Rand); err != nil {
 		return wrapf(err, layer)
 	}
@@ -92,9 +94,9 @@ func (d *DepthwiseConv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) 
 }
 
 func (d *DepthwiseConv2D) forwardKernel(t *autodiff.Tape, x, w autodiff.Value, b binder) autodiff.Value {
-	y := d.op.apply(t, x, w)[0]
+	y := apply2(t, forward.DepthwiseConv2dNative, d.conv, x, w)
 	if d.Bias != nil {
-		y = d.biasAdd.apply(t, y, bind(t, b, d.Bias))[0]
+		y = apply2(t, forward.BiasAdd, d.bias, y, bind(t, b, d.Bias))
 	}
 	return y
 }
@@ -128,8 +130,10 @@ type SeparableConv2D struct {
 	// Bias is the bias, [out], named "bias"; nil with NoBias.
 	Bias *autodiff.Param
 	// dwOp, pwOp and biasAdd are the layer's ops with their attrs.
-	dwOp, pwOp, biasAdd layerOp
-	err                 error
+	dw   registry.Attrs[forward.DepthwiseConv2dAttrs]
+	pw   registry.Attrs[forward.Conv2DAttrs]
+	bias registry.Attrs[forward.BiasAddAttrs]
+	err  error
 }
 
 // NewSeparableConv2D returns a separable convolution from in to out
@@ -153,9 +157,9 @@ func (s *SeparableConv2D) init(in, out, kernel int, o ConvOpts) error {
 		return err
 	}
 	one := g.spatial(1, 1)
-	s.dwOp = newLayerOp("DepthwiseConv2dNative", g.depthwiseAttrs())
-	s.pwOp = newLayerOp("Conv2D", forward.Conv2DAttrs{Strides: one, Padding: "VALID", DataFormat: g.format, Dilations: one})
-	s.biasAdd = newLayerOp("BiasAdd", forward.BiasAddAttrs{DataFormat: g.format})
+	s.dw = registry.NewAttrs(g.depthwiseAttrs())
+	s.pw = registry.NewAttrs(forward.Conv2DAttrs{Strides: one, Padding: "VALID", DataFormat: g.format, Dilations: one})
+	s.bias = registry.NewAttrs(forward.BiasAddAttrs{DataFormat: g.format})
 	init := orInit(o.KernelInit, GlorotUniform)
 	if s.Depthwise, err = newParam("depthwise_weight", g.dtype, []int{g.kh, g.kw, in, m}, init, o.Rand); err != nil {
 		return wrapf(err, layer)
@@ -184,10 +188,10 @@ func (s *SeparableConv2D) forward(t *autodiff.Tape, x autodiff.Value, b binder) 
 	if s.err != nil {
 		return fail(t, s.err)
 	}
-	y := s.dwOp.apply(t, x, bind(t, b, s.Depthwise))[0]
-	y = s.pwOp.apply(t, y, bind(t, b, s.Pointwise))[0]
+	y := apply2(t, forward.DepthwiseConv2dNative, s.dw, x, bind(t, b, s.Depthwise))
+	y = apply2(t, forward.Conv2D, s.pw, y, bind(t, b, s.Pointwise))
 	if s.Bias != nil {
-		y = s.biasAdd.apply(t, y, bind(t, b, s.Bias))[0]
+		y = apply2(t, forward.BiasAdd, s.bias, y, bind(t, b, s.Bias))
 	}
 	return y
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -150,5 +151,5 @@ func MSE(pred, target autodiff.Value) autodiff.Value {
 // own message: a zero Value, a Value of another tape or used after Reset,
 // or the tape's earlier error) and returns a poisoned value.
 func invalidInput(t *autodiff.Tape, x autodiff.Value) autodiff.Value {
-	return t.Apply("Identity", nil, x)[0]
+	return autodiff.ValueOf(forward.Identity(t.Emitter(), t.Ref(x)))
 }

@@ -5,29 +5,15 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// layerOp is an op a layer applies on every Forward, with its attrs
-// normalised (TensorFlow's defaults filled in) and boxed once, when the
-// layer is built: applying it then costs no allocation for the attrs
-// (the typed functions of package autodiff box their attr struct on each
-// call, and fill the defaults into a fresh copy).
-type layerOp struct {
-	name  string
-	attrs any
-}
+// Layers apply ops through the typed builders of package forward, with
+// their attrs made once (registry.NewAttrs) when the layer is built:
+// applying an op then costs no allocation for the attrs. Attrs the op
+// refuses are reported on the tape by the first Forward.
 
-// newLayerOp returns op with attrs. Attrs the op refuses are kept as they
-// are: the error is then reported on the tape by the first Forward, as the
-// typed functions would report it.
-func newLayerOp(op string, attrs any) layerOp {
-	if def, err := registry.Lookup(op); err == nil {
-		if a, err := def.NormalizeAttrs(attrs); err == nil {
-			return layerOp{name: op, attrs: a}
-		}
-	}
-	return layerOp{name: op, attrs: attrs}
-}
+// builder2 is a typed builder of a two-input, one-output op with attrs A.
+type builder2[A any] = func(registry.Emitter, registry.Attrs[A], registry.Value, registry.Value) registry.Value
 
-// apply applies the op on t and returns its outputs.
-func (o layerOp) apply(t *autodiff.Tape, in ...autodiff.Value) []autodiff.Value {
-	return t.Apply(o.name, o.attrs, in...)
+// apply2 applies b with attrs a to x and y on t.
+func apply2[A any](t *autodiff.Tape, b builder2[A], a registry.Attrs[A], x, y autodiff.Value) autodiff.Value {
+	return autodiff.ValueOf(b(t.Emitter(), a, t.Ref(x), t.Ref(y)))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
 )
 
 // FractionalPoolOpts configure FractionalAvgPool. The zero value is
@@ -39,7 +40,7 @@ type FractionalAvgPool struct {
 	stateless
 	train, eval forward.FractionalPoolAttrs
 	// trainOp, evalOp are FractionalAvgPool with train, eval.
-	trainOp, evalOp layerOp
+	trainOp, evalOp registry.Attrs[forward.FractionalPoolAttrs]
 	err             error
 }
 
@@ -72,8 +73,8 @@ func (p *FractionalAvgPool) init(ratio float64, o FractionalPoolOpts) error {
 	}
 	p.eval = p.train
 	p.eval.Deterministic, p.eval.Seed, p.eval.Seed2 = true, seed, seed
-	p.trainOp = newLayerOp("FractionalAvgPool", p.train)
-	p.evalOp = newLayerOp("FractionalAvgPool", p.eval)
+	p.trainOp = registry.NewAttrs(p.train)
+	p.evalOp = registry.NewAttrs(p.eval)
 	return nil
 }
 
@@ -97,5 +98,6 @@ func (p *FractionalAvgPool) Forward(t *autodiff.Tape, x autodiff.Value) autodiff
 	if t.IsTraining() {
 		op = p.trainOp
 	}
-	return op.apply(t, x)[0] // outputs: y, row and column sequences
+	// outputs: y, row and column sequences
+	return autodiff.ValueOf(forward.FractionalAvgPool(t.Emitter(), op, t.Ref(x))[0])
 }

@@ -81,6 +81,7 @@ type OpDef struct {
 	gradKind GradKind
 	grad     GradFunc
 	noGrad   string
+	pkg      string // the registering package (Package)
 }
 
 // GradKind returns the op's gradient state.
@@ -165,6 +166,7 @@ func Register(d *OpDef) error {
 	if _, dup := ops[d.Name]; dup {
 		return Errorf(ErrInvalidArgument, "registry: op %s is already registered", d.Name)
 	}
+	d.pkg = callerPackage()
 	ops[d.Name] = d
 	return nil
 }

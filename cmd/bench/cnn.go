@@ -9,7 +9,7 @@ import (
 	"github.com/tapegrad/tapegrad/optim"
 )
 
-// W10: one training step of bench_torch.py's SmallCNN on a fixed random
+// W10: one training step of the small CNN of workloads.json on a fixed random
 // batch of 64 images 28x28x1 (NHWC) with fixed random labels:
 //
 //	conv3x3(1→32, no bias, SAME) BN ReLU
@@ -29,6 +29,13 @@ import (
 func init() {
 	register(workload{name: "W10", desc: "small CNN training step, batch 64 28x28x1, SGD", build: buildW10})
 }
+
+// W10's hyperparameters (workloads.json: lr, bn).
+const (
+	w10LR         = 0.01
+	w10BNEpsilon  = 1e-3
+	w10BNMomentum = 0.9 // Keras's convention: 1 − PyTorch's momentum 0.1
+)
 
 // w10 holds the model, optimizer, tape and batch of W10.
 type w10 struct {
@@ -52,9 +59,9 @@ func w10Flops() float64 {
 func newW10(threads int) (*w10, error) {
 	const batch, size, classes = 64, 28, 10
 	r := rand.New(rand.NewSource(10))
-	momentum := 0.9
+	momentum := w10BNMomentum
 	bn := func(ch int) nn.Module {
-		return nn.NewBatchNorm(ch, nn.BatchNormOpts{Momentum: &momentum, Epsilon: 1e-3})
+		return nn.NewBatchNorm(ch, nn.BatchNormOpts{Momentum: &momentum, Epsilon: w10BNEpsilon})
 	}
 	model := nn.NewSequential(
 		nn.Named("conv1", nn.NewConv2D(1, 32, 3, nn.ConvOpts{Padding: "SAME", NoBias: true, Rand: r})),
@@ -69,7 +76,7 @@ func newW10(threads int) (*w10, error) {
 	if err := model.Err(); err != nil {
 		return nil, err
 	}
-	opt, err := optim.NewSGD(model.Params(), optim.SGDSettings{LR: 0.01})
+	opt, err := optim.NewSGD(model.Params(), optim.SGDSettings{LR: w10LR})
 	if err != nil {
 		return nil, err
 	}

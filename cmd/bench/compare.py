@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Join cmd/bench -json output with PyTorch's (perf/bench_torch.py, gemm_torch.py)
-on (workload, mode, threads) and print throughput ratios (torch ms / tapegrad ms:
-above 1 means tapegrad is faster). For each key the fastest PyTorch layout counts.
+"""Join cmd/bench -json output with PyTorch's (cmd/bench/torch/bench_torch.py, one
+file per layout) on (workload, mode, threads) and print throughput ratios (torch ms /
+tapegrad ms: above 1 means tapegrad is faster). For each key the fastest PyTorch
+layout counts.
 
 usage: compare.py tapegrad.jsonl torch.jsonl [torch2.jsonl ...]
 """

@@ -8,9 +8,9 @@ import (
 )
 
 // GEMM micro-benchmarks: C = A·B for square n×n matrices, float32 (mode
-// "sgemm") and float64 ("dgemm"); 2n³ flops. Compare with
-// perf/README.md's OpenBLAS figures or, in the same run, with
-// cmd/bench/gemm_torch.py (torch.mm on the same shapes).
+// "sgemm") and float64 ("dgemm"); 2n³ flops. Compare in the same run
+// with torch/bench_torch.py (torch.mm on the same shapes, through
+// PyTorch's BLAS).
 func init() {
 	for _, n := range []int{512, 1024, 2048} {
 		register(workload{name: fmt.Sprintf("GEMM%d", n), desc: fmt.Sprintf("square GEMM n=%d", n), build: gemmBuild(n)})

@@ -1,7 +1,8 @@
-// Command bench times tapegrad on the benchmark workloads of
-// ../shared/perf/WORKLOADS.md (W1–W10) and on GEMM, printing one line per
-// (workload, mode), or with -json one JSON object per line in the schema of
-// perf/bench_torch.py, so the two outputs join on (workload, mode, threads).
+// Command bench times tapegrad on the benchmark workloads W1–W10 and on
+// GEMM (README.md; the definitions are in workloads.json, shared with the
+// PyTorch side torch/bench_torch.py), printing one line per (workload,
+// mode), or with -json one JSON object per line in bench_torch.py's schema,
+// so the two outputs join on (workload, mode, threads).
 // Each line also gives the heap allocations of a repetition (allocs_per_op,
 // bytes_per_op in the JSON lines): runtime.MemStats counted around the
 // timed repetitions, so over every goroutine (workers included), at the
@@ -21,6 +22,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"gorgonia.org/tensor"
 )
 
 // result is one line of output, in bench_torch.py's schema.
@@ -49,6 +52,19 @@ type mode struct {
 	flops float64 // 0 if not compute-bound
 	bytes float64 // minimum memory traffic, 0 if not memory-bound
 	run   func() error
+	call  *opCall // the op run applies, nil for W10 and GEMM
+}
+
+// opCall describes the op application a mode times, for the test that
+// checks the workloads against workloads.json: the op, its attrs, its
+// inputs, and for fwdbwd the upstream gradient and how many leading inputs
+// are differentiated.
+type opCall struct {
+	op       string
+	attrs    any
+	inputs   []*tensor.Dense
+	upstream *tensor.Dense // fwdbwd only
+	wrt      int           // fwdbwd only
 }
 
 // workload builds its modes for a thread count; a workload whose ops are
@@ -133,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	runtime.GOMAXPROCS(*threads)
 	// Keep hot memory mapped: the arena reuses buffers, and returning them to
 	// the OS between repetitions would make every repetition pay first-touch
-	// page faults (see perf/README.md).
+	// page faults (see README.md).
 	debug.SetGCPercent(400)
 	want := set(*only)
 	wantModes := set(*modes)

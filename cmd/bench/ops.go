@@ -104,9 +104,14 @@ func paramModes(threads int, op string, attrs any, ps []*autodiff.Param, nSrc in
 	if err := fwd(); err != nil {
 		return nil, err
 	}
+	data := make([]*tensor.Dense, len(ps))
+	for i, p := range ps {
+		data[i] = p.Data
+	}
 	return []mode{
-		{name: "fwd", flops: flops, bytes: bytesFwd, run: fwd},
-		{name: "fwdbwd", flops: 3 * flops, bytes: bytesFwdBwd, run: fwdbwd},
+		{name: "fwd", flops: flops, bytes: bytesFwd, run: fwd, call: &opCall{op: op, attrs: attrs, inputs: data}},
+		{name: "fwdbwd", flops: 3 * flops, bytes: bytesFwdBwd, run: fwdbwd,
+			call: &opCall{op: op, attrs: attrs, inputs: data, upstream: up.Data, wrt: nSrc}},
 	}, nil
 }
 
@@ -129,5 +134,5 @@ func singleOp(threads int, name, op string, attrs any, inputs []*tensor.Dense, f
 	if err := f(); err != nil {
 		return mode{}, err
 	}
-	return mode{name: name, flops: flops, run: f}, nil
+	return mode{name: name, flops: flops, run: f, call: &opCall{op: op, attrs: attrs, inputs: inputs}}, nil
 }

@@ -10,7 +10,8 @@ import (
 // non-overlapping, x [32, 32, 32, 64] NHWC float32. The op runs in its
 // deterministic mode with fixed non-zero seeds, so every repetition draws
 // the same pooling sequences and does the same work (pseudo-random
-// sequences, a_i = ceil(α·(i+u)), like bench_torch.py's fixed frac_seq).
+// sequences, a_i = ceil(α·(i+u)), like the fixed row_seq and col_seq of
+// workloads.json that PyTorch's W9 uses).
 // fwd pools (and draws the sequences); fwdbwd adds the gradient of a fixed
 // random upstream w.r.t. x (FractionalAvgPoolGrad).
 //

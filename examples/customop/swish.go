@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -17,12 +18,15 @@ type SwishAttrs struct {
 	Beta float64 `tf:"beta" default:"1"`
 }
 
+// OpSwish is the op's name. The dot keeps it apart from TensorFlow's names.
+const OpSwish = "myproject.Swish"
+
 // The op is registered from outside the library, exactly as tapegrad's own
 // ops are: a name with a dot (so it never collides with TensorFlow's), its
 // inputs and outputs, attrs, a kernel per dtype, and a gradient.
 func init() {
 	registry.MustRegister(&registry.OpDef{
-		Name:    "myproject.Swish",
+		Name:    OpSwish,
 		Doc:     "y = x * sigmoid(beta * x)",
 		Inputs:  []registry.Arg{{Name: "x"}},
 		Outputs: []registry.Arg{{Name: "y"}},
@@ -32,7 +36,7 @@ func init() {
 			tensor.Float64: swishKernel[float64],
 		},
 	})
-	registry.MustSetGradient("myproject.Swish", swishGrad)
+	registry.MustSetGradient(OpSwish, swishGrad)
 }
 
 // swishKernel is the forward computation. Kernels get contiguous inputs of
@@ -51,7 +55,7 @@ func swishKernel[T float32 | float64](kc *registry.KernelCtx, attrs any, in []*t
 	for i, v := range x {
 		y[i] = v / (1 + exp(-T(beta)*v))
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // elems returns the backing slice of a float32 or float64 tensor. The typed
@@ -72,22 +76,39 @@ func exp[T float32 | float64](v T) T {
 	return T(math.Exp(float64(v)))
 }
 
-// swishGrad builds dy * d/dx[x*sigmoid(bx)] = dy * (s + b*x*s*(1-s)),
-// s = sigmoid(b*x), only from registered ops, so the gradient is itself
-// differentiable (second order works).
-func swishGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-	x := n.Inputs()[0]
-	beta := e.Scalar(x.Dtype(), n.Attrs().(SwishAttrs).Beta)
-	bx := e.Apply("Mul", nil, beta, x)[0]
-	s := e.Apply("Sigmoid", nil, bx)[0]
-	one := e.Apply("OnesLike", nil, s)[0]
-	oneMinusS := e.Apply("Sub", nil, one, s)[0]
-	t := e.Apply("Mul", nil, bx, e.Apply("Mul", nil, s, oneMinusS)[0])[0]
-	dydx := e.Apply("AddV2", nil, s, t)[0]
-	return []registry.Value{e.Apply("Mul", nil, dy[0], dydx)[0]}, nil
+// SwishOp is the op's typed builder, the same shape as the builders that
+// cmd/genops writes for tapegrad's own ops (forward.Conv2D, forward.Mul,
+// ...): an emitter, the attrs with their defaults filled once, the inputs
+// by name, the output. Gradient functions (this op's own, or those of ops
+// built on it) and tape code call it instead of naming the op by a string,
+// so a misspelled op does not compile.
+func SwishOp(e registry.Emitter, attrs registry.Attrs[SwishAttrs], x registry.Value) registry.Value {
+	return registry.Apply1(e, OpSwish, attrs.Boxed(), x)
 }
 
-// Swish applies myproject.Swish on x's tape.
+// swishGrad builds dy * d/dx[x*sigmoid(bx)] = dy * (s + b*x*s*(1-s)),
+// s = sigmoid(b*x), only from registered ops, through their typed builders,
+// so the gradient is itself differentiable (second order works).
+func swishGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	x := n.Inputs()[0]
+	beta := e.Scalar(x.Dtype(), registry.NodeAttrs[SwishAttrs](n).Value().Beta)
+	bx := forward.Mul(e, beta, x)
+	s := forward.Sigmoid(e, bx)
+	oneMinusS := forward.Sub(e, forward.OnesLike(e, s), s)
+	t := forward.Mul(e, bx, forward.Mul(e, s, oneMinusS))
+	dydx := forward.AddV2(e, s, t)
+	grads := e.Values(1)
+	grads[0] = forward.Mul(e, dy[0], dydx)
+	return grads, nil
+}
+
+// Swish applies myproject.Swish on x's tape. The attrs are made once per
+// call here; a layer that applies the op on every step makes them once
+// when it is built (registry.NewAttrs) and keeps them.
 func Swish(x autodiff.Value, beta float64) autodiff.Value {
-	return x.Tape().Apply("myproject.Swish", SwishAttrs{Beta: beta}, x)[0]
+	t := x.Tape()
+	if t == nil {
+		return x // the zero Value reports itself as invalid
+	}
+	return autodiff.ValueOf(SwishOp(t.Emitter(), registry.NewAttrs(SwishAttrs{Beta: beta}), t.Ref(x)))
 }

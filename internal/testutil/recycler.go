@@ -9,10 +9,11 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Recycler is an Allocator that, like the tape's arena in steady state,
-// serves every request again from the buffers it handed out once Reset,
-// without allocating itself (a linear search over its buffers). The
-// allocation tests run kernels through it (KernelRun).
+// Recycler is a registry.Allocator that, like the tape's arena in steady
+// state, serves every request again from the buffers it handed out once
+// reset, without allocating itself (a linear search over its buffers).
+// The allocation tests of the kernels run them through it. Its zero value
+// is ready to use.
 type Recycler struct{ bufs []recycled }
 
 // recycled is one buffer of a Recycler.
@@ -21,8 +22,8 @@ type recycled struct {
 	used bool
 }
 
-// Alloc returns a free buffer of dtype dt and shape shape (zeroed if
-// asked), or a new one when none is free.
+// Alloc returns a free buffer of that dtype and shape (zeroed if asked),
+// or a fresh zeroed one.
 func (r *Recycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
 	for i := range r.bufs {
 		b := &r.bufs[i]
