@@ -50,7 +50,7 @@ fuzz:
 	$(GO) test ./autodiff/ -run '^$$' -fuzz FuzzTapeOps -fuzztime $(FUZZTIME)
 	$(GO) test ./registry/ -run '^$$' -fuzz FuzzParseAttrs -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/safetensors/ -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	$(GO) test ./forward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
+	$(GO) test ./backward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
 
 OUT ?= out
 EPOCHS ?= 20

@@ -14,15 +14,13 @@ import (
 	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
-// TestConv2DAllocations checks that steady-state calls of Conv2D,
-// Conv2DBackpropInput and Conv2DBackpropFilter, through
+// TestConv2DAllocations checks that steady-state calls of Conv2D, through
 // registry.RunNormalized with recycled buffers as the tape runs them,
 // allocate nothing on one thread, and on two threads no more than a few
 // objects per parallel loop (a closure and the state it shares, plus
 // whatever internal/parallel itself allocates for a loop). The shapes have
-// thousands of output positions, many GEMM blocks and several
-// filter-gradient chunks, so an allocation per row, chunk or block breaks
-// the bound. (Excluded from -race builds, whose instrumentation
+// thousands of output positions and many GEMM blocks, so an allocation
+// per row or block breaks the bound. (Excluded from -race builds, whose instrumentation
 // allocates.)
 func TestConv2DAllocations(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
@@ -40,10 +38,10 @@ func TestConv2DAllocations(t *testing.T) {
 	var calls []call
 	for _, sh := range []shape{
 		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
-		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided input gradient (col2im)
+		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided
 		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
 		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
-		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // perf/WORKLOADS.md W1: 8 filter chunks
+		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // perf/WORKLOADS.md W1
 	} {
 		for _, format := range []string{"NHWC", "NCHW"} {
 			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
@@ -51,23 +49,16 @@ func TestConv2DAllocations(t *testing.T) {
 					continue
 				}
 				l := convLayoutOf(format)
-				oh, ow := (sh.h+sh.s-1)/sh.s, (sh.w+sh.s-1)/sh.s
-				if sh.padding == "VALID" {
-					oh, ow = (sh.h-sh.k)/sh.s+1, (sh.w-sh.k)/sh.s+1
-				}
-				xs, ys := l.shape(sh.n, sh.h, sh.w, sh.c), l.shape(sh.n, oh, ow, sh.o)
+				xs := l.shape(sh.n, sh.h, sh.w, sh.c)
 				fs := []int{sh.k, sh.k, sh.cf, sh.o}
 				x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
 				f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
-				dy := testutil.Dense(t, dt, ys, testutil.Normal(r, testutil.Numel(ys)))
 				attrs := Conv2DAttrs{Strides: l.shape(1, sh.s, sh.s, 1), Padding: sh.padding, DataFormat: format}
 				for _, c := range []struct {
 					op string
 					in []*tensor.Dense
 				}{
 					{"Conv2D", []*tensor.Dense{x, f}},
-					{"Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), f, dy}},
-					{"Conv2DBackpropFilter", []*tensor.Dense{x, testutil.Ints(t, fs...), dy}},
 				} {
 					calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.name, format, dt), c.op, attrs, c.in})
 				}
@@ -85,12 +76,12 @@ func TestConv2DAllocations(t *testing.T) {
 			t.Errorf("%s on 1 thread: %v allocations per call", c.name, got)
 		}
 	}
-	// Two threads: each op runs at most two parallel loops (its GEMMs' or
-	// its chunks', and the filter gradient's sum). Measured at the
-	// process's GOMAXPROCS (testing.AllocsPerRun sets it to 1, which makes
-	// internal/parallel start and park extra workers), with one allocation
-	// of slack for the runtime's own (a parking worker may need a new
-	// sudog after a collection).
+	// Two threads: Conv2D runs at most two parallel loops (the GEMMs of
+	// its groups). Measured at the process's GOMAXPROCS
+	// (testing.AllocsPerRun sets it to 1, which makes internal/parallel
+	// start and park extra workers), with one allocation of slack for the
+	// runtime's own (a parking worker may need a new sudog after a
+	// collection).
 	fn := func(w, i int) {}
 	perLoop := convMallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
 	const loops, ownPerLoop = 2, 2

@@ -62,7 +62,10 @@ func conv2DSamples(r *rand.Rand) []registry.Sample {
 	return convSamples(r, convSampleCfgs, convSampleForward, nil)
 }
 
-func conv2DBackpropInputSamples(r *rand.Rand) []registry.Sample {
+// Conv2DBackpropInputSamples returns the gradient-sweep samples of
+// Conv2DBackpropInput (registered in package backward) over the Conv2D
+// family's configurations, plus the 2-value [H, W] form of input_sizes.
+func Conv2DBackpropInputSamples(r *rand.Rand) []registry.Sample {
 	return convSamples(r, convSampleCfgs, convSampleBackpropInput, func(i int, c *convSampleCfg) []registry.Sample {
 		if c.c != c.cf || i != 1 {
 			return nil
@@ -74,6 +77,9 @@ func conv2DBackpropInputSamples(r *rand.Rand) []registry.Sample {
 	})
 }
 
-func conv2DBackpropFilterSamples(r *rand.Rand) []registry.Sample {
+// Conv2DBackpropFilterSamples returns the gradient-sweep samples of
+// Conv2DBackpropFilter (registered in package backward) over the Conv2D
+// family's configurations.
+func Conv2DBackpropFilterSamples(r *rand.Rand) []registry.Sample {
 	return convSamples(r, convSampleCfgs, convSampleBackpropFilter, nil)
 }

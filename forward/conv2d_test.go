@@ -1,171 +1,27 @@
 package forward
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
 
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
-// convAttrsFor returns attrs in the layout of g.
-func convAttrsFor(g *naiveConv, padding string, pads [4]int) Conv2DAttrs {
-	format := "NHWC"
-	if g.nchw {
-		format = "NCHW"
-	}
-	c := convSampleCfg{format: format, sh: g.sh, sw: g.sw, dh: g.dh, dw: g.dw, padding: padding, pads: pads}
-	return c.attrs()
-}
-
-type convGridCase struct {
-	g       naiveConv
-	ok      bool // output size non-negative
-	padding string
-	pads    [4]int
-}
-
-func (c *convGridCase) String() string {
-	g := &c.g
-	f := "NHWC"
-	if g.nchw {
-		f = "NCHW"
-	}
-	return fmt.Sprintf("%s/%s%v/x[%d,%d,%d,%d]/f[%d,%d,%d,%d]/s%d,%d/d%d,%d", f, c.padding, c.pads,
-		g.n, g.h, g.w, g.c, g.kh, g.kw, g.cf, g.o, g.sh, g.sw, g.dh, g.dw)
-}
-
-// convGrid is the attr grid: both layouts, three paddings, strides 1–3,
-// dilations 1–2, 1x1/square/non-square filters, 1–3 groups, odd sizes,
-// batch 1–3. Without -long a fixed, spread-out subset runs.
-func convGrid(long bool) []convGridCase {
-	strides := [][2]int{{1, 1}, {2, 1}, {1, 3}, {2, 2}, {3, 3}}
-	dils := [][2]int{{1, 1}, {2, 1}, {1, 2}, {2, 2}}
-	filters := [][2]int{{1, 1}, {3, 3}, {2, 3}, {1, 2}}
-	groups := [][3]int{{3, 3, 4}, {4, 2, 6}, {3, 1, 3}} // c, cf, o
-	inputs := [][2]int{{5, 7}, {8, 6}, {3, 4}}
-	var out []convGridCase
-	idx := 0
-	for _, nchw := range []bool{false, true} {
-		for _, padding := range []string{"VALID", "SAME", "EXPLICIT"} {
-			for _, s := range strides {
-				for _, d := range dils {
-					for _, f := range filters {
-						for _, gr := range groups {
-							for _, in := range inputs {
-								idx++
-								if !long && idx%29 != 0 && idx%97 != 1 {
-									continue
-								}
-								pads := [4]int{1, 0, 2, 1}
-								if idx%2 == 0 {
-									pads = [4]int{0, 2, 1, 1}
-								}
-								if padding != "EXPLICIT" {
-									pads = [4]int{}
-								}
-								n := 1 + idx%3
-								g, ok := newNaiveConv(nchw, n, in[0], in[1], gr[0], f[0], f[1], gr[1], gr[2], s[0], s[1], d[0], d[1], padding, pads)
-								out = append(out, convGridCase{g: g, ok: ok, padding: padding, pads: pads})
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// convCheckCase runs the three ops of one geometry in float64 and float32,
-// with 1 and 3 threads, against the naive reference.
-func convCheckCase(t *testing.T, c *convGridCase, seed int64) {
-	t.Helper()
-	ops := [3]string{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
-	convCheckRef(t, c, ops, &c.g, c.ok, convAttrsFor(&c.g, c.padding, c.pads), seed)
-}
-
-func TestConv2DGrid(t *testing.T) {
-	cases := convGrid(testutil.Long())
-	if len(cases) < 100 {
-		t.Fatalf("grid has only %d cases", len(cases))
-	}
-	t.Logf("%d configurations (all: -long)", len(cases))
-	for i := range cases {
-		convCheckCase(t, &cases[i], int64(i))
-	}
-}
-
-// TestConv2DChunking uses shapes large enough to need several im2col
-// chunks of the strided input gradient (whole-image chunks, chunks
-// splitting an image) and several filter-gradient chunks, then runs them
-// again with the filter gradient's chunks and partial budget shrunk, so
-// that chunks start and end anywhere in an image and take several
-// reduction rounds.
-func TestConv2DChunking(t *testing.T) {
-	type cfg struct {
-		n, h, w, c, k, cf, o, s int
-		padding                 string
-		nchw                    bool
-	}
-	cases := []cfg{
-		{n: 5, h: 22, w: 22, c: 64, k: 3, cf: 64, o: 2, s: 1, padding: "SAME"},             // one filter chunk
-		{n: 5, h: 22, w: 22, c: 64, k: 3, cf: 64, o: 2, s: 2, padding: "SAME"},             // strided: split images
-		{n: 1000, h: 8, w: 8, c: 1, k: 3, cf: 1, o: 2, s: 1, padding: "VALID"},             // 12 filter chunks
-		{n: 300, h: 8, w: 8, c: 1, k: 3, cf: 1, o: 2, s: 2, padding: "VALID"},              // strided: whole images
-		{n: 1, h: 33, w: 31, c: 64, k: 3, cf: 32, o: 4, s: 1, padding: "SAME", nchw: true}, // groups, NCHW
-		{n: 4, h: 20, w: 20, c: 96, k: 1, cf: 96, o: 3, s: 1, padding: "VALID"},            // direct 1x1
-	}
-	run := func(seed int64) {
-		for _, c := range cases {
-			g, ok := newNaiveConv(c.nchw, c.n, c.h, c.w, c.c, c.k, c.k, c.cf, c.o, c.s, c.s, 1, 1, c.padding, [4]int{})
-			if !ok {
-				t.Fatal("bad chunking case")
-			}
-			cc := convGridCase{g: g, ok: true, padding: c.padding}
-			convCheckCase(t, &cc, seed)
-		}
-	}
-	run(7)
-	rows, parts := convFilterRows, convPartialElems
-	defer func() { convFilterRows, convPartialElems = rows, parts }()
-	convFilterRows, convPartialElems = 37, 3000
-	run(8)
-}
-
-// TestConv2DDirectPaths checks the no-im2col paths against the general
-// one: 1x1 stride 1 (with groups) and a filter covering the whole input.
-func TestConv2DDirectPaths(t *testing.T) {
-	for _, c := range []convGridCase{
-		{padding: "SAME"}, {padding: "VALID"}, {padding: "EXPLICIT"},
-	} {
-		for _, gr := range [][3]int{{4, 4, 3}, {4, 2, 6}, {6, 1, 6}} {
-			c.g, c.ok = newNaiveConv(false, 2, 3, 5, gr[0], 1, 1, gr[1], gr[2], 1, 1, 2, 1, c.padding, [4]int{})
-			convCheckCase(t, &c, 3)
-			c.g, c.ok = newNaiveConv(true, 2, 3, 5, gr[0], 1, 1, gr[1], gr[2], 1, 1, 1, 1, c.padding, [4]int{})
-			convCheckCase(t, &c, 4)
-		}
-		// Whole-input filter (one output pixel per image).
-		c.g, c.ok = newNaiveConv(false, 3, 4, 3, 2, 4, 3, 2, 5, 1, 2, 1, 1, "VALID", [4]int{})
-		c.padding = "VALID"
-		convCheckCase(t, &c, 5)
-		c.g, c.ok = newNaiveConv(true, 3, 4, 3, 2, 4, 3, 2, 5, 5, 5, 1, 1, "SAME", [4]int{})
-		c.padding = "SAME"
-		convCheckCase(t, &c, 6)
-	}
-}
+// Conv2D's own tests: its samples, spec vectors, attrs, errors and
+// empty-tensor rules. The tests that check Conv2D together with its
+// backprops (the naive-reference grid, chunking, random and fuzzed
+// inputs) are in backward/conv2d_kernels_test.go, where all three ops are
+// registered; the loops' own tests are in internal/conv.
 
 func TestConv2DSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	for _, op := range []string{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"} {
+	for _, op := range []string{"Conv2D"} {
 		def, err := registry.Lookup(op)
 		if err != nil {
 			t.Fatal(err)
@@ -192,18 +48,10 @@ func TestConv2DSamples(t *testing.T) {
 // Spec test vectors (spec/conv2d.md §7): arange inputs, NHWC, run as given
 // and converted to NCHW, in float64 and float32.
 
-// convNHWCToNCHW transposes values of NHWC shape s.
-func convNHWCToNCHW(v []float64, s []int) ([]float64, []int) {
-	out := make([]float64, len(v))
-	convToNCHW(out, v, s[0], s[3], s[1], s[2])
-	return out, []int{s[0], s[3], s[1], s[2]}
-}
-
 type convVector struct {
 	id       string
 	op       string
-	x, f, dy []int // shapes (NHWC); x or f is the size vector for backprops
-	sizes    []int // input_sizes / filter_sizes values
+	x, f     []int // shapes (NHWC)
 	strides  [2]int
 	dil      [2]int
 	padding  string
@@ -243,34 +91,6 @@ var convVectors = []convVector{
 		want: []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 4, 0, 0, 0, 0, 3, 6, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 	{id: "D3", op: "Conv2D", x: []int{1, 2, 2, 4}, f: []int{1, 1, 2, 4}, padding: "VALID", outShape: []int{1, 2, 2, 4},
 		want: []float64{11, 14, 37, 44, 35, 46, 77, 92, 59, 78, 117, 140, 83, 110, 157, 188}},
-
-	{id: "BI1", op: "Conv2DBackpropInput", sizes: []int{1, 2, 3, 1}, f: []int{2, 2, 1, 1}, dy: []int{1, 1, 2, 1}, padding: "VALID", outShape: []int{1, 2, 3, 1},
-		want: []float64{1, 4, 4, 3, 10, 8}},
-	{id: "BI2", op: "Conv2DBackpropInput", sizes: []int{1, 2, 3, 3}, f: []int{2, 2, 3, 3}, dy: []int{1, 1, 2, 3}, padding: "VALID", outShape: []int{1, 2, 3, 3},
-		want: []float64{14, 32, 50, 100, 163, 226, 167, 212, 257, 122, 140, 158, 478, 541, 604, 437, 482, 527}},
-	{id: "BI3", op: "Conv2DBackpropInput", sizes: []int{1, 3, 6, 1}, f: []int{2, 2, 1, 1}, dy: []int{1, 2, 3, 1}, strides: [2]int{1, 2}, padding: "VALID", outShape: []int{1, 3, 6, 1},
-		want: []float64{1, 2, 2, 4, 3, 6, 7, 12, 11, 18, 15, 24, 12, 16, 15, 20, 18, 24}},
-	{id: "BI4", op: "Conv2DBackpropInput", sizes: []int{1, 4, 4, 1}, f: []int{1, 1, 1, 1}, dy: []int{1, 2, 2, 1}, strides: [2]int{2, 2}, padding: "SAME", outShape: []int{1, 4, 4, 1},
-		want: []float64{1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0}},
-	{id: "BI5", op: "Conv2DBackpropInput", sizes: []int{1, 2, 2, 1}, f: []int{2, 2, 1, 2}, dy: []int{1, 1, 1, 2}, padding: "VALID", outShape: []int{1, 2, 2, 1},
-		want: []float64{5, 11, 17, 23}},
-	{id: "BI6", op: "Conv2DBackpropInput", sizes: []int{2, 2}, f: []int{2, 2, 1, 2}, dy: []int{1, 1, 1, 2}, padding: "VALID", outShape: []int{1, 2, 2, 1},
-		want: []float64{5, 11, 17, 23}},
-	{id: "BI7", op: "Conv2DBackpropInput", sizes: []int{3, 1, 1, 2}, f: []int{1, 3, 2, 3}, dy: []int{3, 1, 0, 3}, strides: [2]int{1, 2}, padding: "VALID", outShape: []int{3, 1, 1, 2}},
-	{id: "BI8", op: "Conv2DBackpropInput", sizes: []int{0, 2, 3, 1}, f: []int{2, 2, 1, 1}, dy: []int{0, 1, 2, 1}, padding: "VALID", outShape: []int{0, 2, 3, 1}, want: []float64{}},
-
-	{id: "BF1", op: "Conv2DBackpropFilter", x: []int{1, 2, 3, 1}, sizes: []int{2, 2, 1, 1}, dy: []int{1, 1, 2, 1}, padding: "VALID", outShape: []int{2, 2, 1, 1},
-		want: []float64{5, 8, 14, 17}},
-	{id: "BF2", op: "Conv2DBackpropFilter", x: []int{1, 2, 3, 3}, sizes: []int{2, 2, 3, 3}, dy: []int{1, 1, 2, 3}, padding: "VALID", outShape: []int{2, 2, 3, 3},
-		want: []float64{17, 22, 27, 22, 29, 36, 27, 36, 45, 32, 43, 54, 37, 50, 63, 42, 57, 72, 62, 85, 108, 67, 92, 117, 72, 99, 126, 77, 106, 135, 82, 113, 144, 87, 120, 153}},
-	{id: "BF3", op: "Conv2DBackpropFilter", x: []int{1, 3, 6, 1}, sizes: []int{2, 2, 1, 1}, dy: []int{1, 2, 3, 1}, strides: [2]int{1, 2}, padding: "VALID", outShape: []int{2, 2, 1, 1},
-		want: []float64{161, 182, 287, 308}},
-	{id: "BF4", op: "Conv2DBackpropFilter", x: []int{1, 4, 4, 1}, sizes: []int{1, 1, 1, 1}, dy: []int{1, 2, 2, 1}, strides: [2]int{2, 2}, padding: "SAME", outShape: []int{1, 1, 1, 1},
-		want: []float64{78}},
-	{id: "BF5", op: "Conv2DBackpropFilter", x: []int{1, 2, 2, 1}, sizes: []int{2, 2, 1, 2}, dy: []int{1, 1, 1, 2}, padding: "VALID", outShape: []int{2, 2, 1, 2},
-		want: []float64{1, 2, 2, 4, 3, 6, 4, 8}},
-	{id: "BF6", op: "Conv2DBackpropFilter", x: []int{0, 2, 3, 1}, sizes: []int{2, 2, 1, 1}, dy: []int{0, 1, 2, 1}, padding: "VALID", outShape: []int{2, 2, 1, 1}},
-	{id: "BF7", op: "Conv2DBackpropFilter", x: []int{1, 2, 3, 1}, sizes: []int{2, 2, 1, 0}, dy: []int{1, 1, 2, 0}, padding: "VALID", outShape: []int{2, 2, 1, 0}, want: []float64{}},
 }
 
 func (v *convVector) attrs(nchw bool) Conv2DAttrs {
@@ -294,19 +114,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 					}
 					return testutil.Dense(t, dt, s, vals)
 				}
-				var in []*tensor.Dense
-				switch v.op {
-				case "Conv2D":
-					in = []*tensor.Dense{image(v.x), testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f)))}
-				case "Conv2DBackpropInput":
-					sizes := v.sizes
-					if nchw && len(sizes) == 4 {
-						sizes = []int{sizes[0], sizes[3], sizes[1], sizes[2]}
-					}
-					in = []*tensor.Dense{testutil.Ints(t, sizes...), testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f))), image(v.dy)}
-				default:
-					in = []*tensor.Dense{image(v.x), testutil.Ints(t, v.sizes...), image(v.dy)}
-				}
+				in := []*tensor.Dense{image(v.x), testutil.Dense(t, dt, v.f, testutil.Arange(testutil.Numel(v.f)))}
 				out, err := registrytest.Run(t, v.op, v.attrs(nchw), 2, in...)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -315,7 +123,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 				if want == nil {
 					want = make([]float64, testutil.Numel(shape))
 				}
-				if nchw && v.op != "Conv2DBackpropFilter" {
+				if nchw {
 					want, shape = convNHWCToNCHW(want, shape)
 				}
 				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
@@ -381,25 +189,6 @@ func TestConv2DErrors(t *testing.T) {
 			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
 		}
 	}
-	ints := func(v ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
-	}
-	int64s := func(v ...int64) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			d, err := tensorx.New([]int{len(v)}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	ints2d := func(t *testing.T) *tensor.Dense {
-		d, err := tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
 	seq := func(fs ...func(t *testing.T) *tensor.Dense) func(t *testing.T) []*tensor.Dense {
 		return func(t *testing.T) []*tensor.Dense {
 			out := make([]*tensor.Dense, len(fs))
@@ -414,16 +203,14 @@ func TestConv2DErrors(t *testing.T) {
 		return Conv2DAttrs{Strides: strides, Padding: padding}
 	}
 	fwd := seq(f64(1, 5, 5, 2), f64(2, 2, 2, 3))
-	bi := seq(ints(1, 5, 5, 2), f64(2, 2, 2, 3), f64(1, 4, 4, 3))
-	bf := seq(f64(1, 5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 3))
 	IA, UN, SH, DT := registry.ErrInvalidArgument, registry.ErrUnimplemented, registry.ErrShape, registry.ErrDtype
 	var cases []convErrCase
-	// Attr errors, for all three ops.
+	// Attr errors.
 	for _, o := range []struct {
 		op string
 		in func(t *testing.T) []*tensor.Dense
 		bd error // kind of the batch/depth stride error
-	}{{"Conv2D", fwd, UN}, {"Conv2DBackpropInput", bi, UN}, {"Conv2DBackpropFilter", bf, IA}} {
+	}{{"Conv2D", fwd, UN}} {
 		cases = append(cases,
 			convErrCase{"padding", o.op, at(s1, "FULL"), o.in, IA, "allowed values"},
 			convErrCase{"no-padding", o.op, Conv2DAttrs{Strides: s1}, o.in, IA, "padding"},
@@ -458,35 +245,6 @@ func TestConv2DErrors(t *testing.T) {
 		convErrCase{"filter-zero", "Conv2D", at(s1, "SAME"), seq(f64(1, 1, 1, 1), f64(1, 0, 1, 1)), IA, "filter must not have zero elements"},
 		convErrCase{"too-large", "Conv2D", v, seq(f64(0, 1<<31, 1, 1), f64(1, 1, 1, 1)), IA, "too large"},
 		convErrCase{"dtype", "Conv2D", v, seq(f64(1, 5, 5, 2), f32(2, 2, 2, 2)), DT, "filter has dtype"},
-		// Conv2DBackpropInput inputs.
-		convErrCase{"sizes-rank2", "Conv2DBackpropInput", v, seq(ints2d, f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "input_sizes input must be 1-dim, not 2"},
-		convErrCase{"sizes-3", "Conv2DBackpropInput", v, seq(ints(1, 5, 5), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "requires input_sizes to contain 4 values or 2 values, but got: 3"},
-		convErrCase{"sizes-negative-2", "Conv2DBackpropInput", v, seq(ints(-1, 5), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "elements of input_sizes must be >= 0"},
-		convErrCase{"sizes-negative-4", "Conv2DBackpropInput", v, seq(ints(1, -1, 5, 2), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "Dimension -1 must be >= 0"},
-		convErrCase{"sizes-float", "Conv2DBackpropInput", v, seq(f64(4), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), DT, "input_sizes"},
-		convErrCase{"dy-rank3", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 2, 3), f64(4, 4, 3)), SH, "input_sizes must be 4-dimensional, got: 3"},
-		convErrCase{"bi-filter-rank3", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 2), f64(1, 4, 4, 3)), SH, "filter must be 4-dimensional"},
-		convErrCase{"bi-batch", "Conv2DBackpropInput", v, seq(ints(2, 5, 5, 2), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "input and out_backprop must have the same batch size"},
-		convErrCase{"bi-filter-depth-0", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 0, 3), f64(1, 4, 4, 3)), IA, "filter depth must be strictly greated than zero"},
-		convErrCase{"bi-depth-multiple", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 3), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "input depth must be evenly divisible by filter depth"},
-		convErrCase{"bi-out-depth", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 2, 3), f64(1, 4, 4, 2)), SH, "filter and out_backprop must have the same out_depth"},
-		convErrCase{"bi-groups-out", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 4), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "output depth must be evenly divisible by number of groups"},
-		convErrCase{"bi-spatial", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 2, 3), f64(1, 4, 3, 3)), SH, "Size of out_backprop doesn't match computed: actual = 3, computed = 4"},
-		convErrCase{"bi-dtype", "Conv2DBackpropInput", v, seq(ints(1, 5, 5, 2), f64(2, 2, 2, 3), f32(1, 4, 4, 3)), DT, "out_backprop has dtype"},
-		convErrCase{"bi-negative-out", "Conv2DBackpropInput", v, seq(ints(1, 1, 5, 2), f64(4, 2, 2, 3), f64(1, 1, 4, 3)), IA, "Computed output size would be negative"},
-		// Conv2DBackpropFilter inputs.
-		convErrCase{"fsizes-rank2", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), ints2d, f64(1, 4, 4, 3)), IA, "filter_sizes input must be 1-dim, not 2"},
-		convErrCase{"fsizes-negative", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), ints(2, -1, 2, 3), f64(1, 4, 4, 3)), IA, "Dimension -1 must be >= 0"},
-		convErrCase{"fsizes-3", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), ints(2, 2, 2), f64(1, 4, 4, 3)), SH, "filter must be 4-dimensional"},
-		convErrCase{"bf-input-rank3", "Conv2DBackpropFilter", v, seq(f64(5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "input must be 4-dimensional"},
-		convErrCase{"bf-dy-rank3", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), ints(2, 2, 2, 3), f64(4, 4, 3)), SH, "out_backprop must be 4-dimensional"},
-		convErrCase{"bf-batch", "Conv2DBackpropFilter", v, seq(f64(2, 5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "same batch size"},
-		convErrCase{"bf-depth-multiple", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 3), ints(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "input depth must be evenly divisible by filter depth"},
-		convErrCase{"bf-out-depth", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 4)), SH, "same out_depth"},
-		convErrCase{"bf-spatial", "Conv2DBackpropFilter", at([]int{1, 2, 2, 1}, "SAME"), seq(f64(1, 5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 3)), SH, "Size of out_backprop doesn't match computed: actual = 4, computed = 3"},
-		convErrCase{"bf-dtype", "Conv2DBackpropFilter", v, seq(f32(1, 5, 5, 2), ints(2, 2, 2, 3), f64(1, 4, 4, 3)), DT, "out_backprop has dtype"},
-		convErrCase{"bf-too-large", "Conv2DBackpropFilter", v, seq(f64(1, 5, 5, 2), int64s(1<<31, 1, 1, 3), f64(1, 4, 4, 3)), IA, "filter too large"},
-		convErrCase{"bi-too-large", "Conv2DBackpropInput", v, seq(int64s(1, 1<<31, 1, 2), f64(2, 2, 2, 3), f64(1, 4, 4, 3)), IA, "too large"},
 	)
 	for _, c := range cases {
 		t.Run(c.op+"/"+c.name, func(t *testing.T) {
@@ -519,349 +277,4 @@ func TestConv2DEmpty(t *testing.T) {
 	// VALID with the input shorter than the filter truncates to an empty axis.
 	out, err = registrytest.Run(t, "Conv2D", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1, f64(1, 2, 1, 1), f64(1, 3, 1, 1))
 	check("conv-degenerate", out, err, []int{1, 2, 0, 1})
-	// Backprop filter with an empty out_backprop (and non-empty input): zeros.
-	out, err = registrytest.Run(t, "Conv2DBackpropFilter", Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,
-		f64(1, 2, 1, 1), testutil.Ints(t, 1, 3, 1, 2), f64(1, 2, 0, 2))
-	check("bf-empty-dy", out, err, []int{1, 3, 1, 2})
-	// Backprop filter of an empty filter shape (also one with Cf = 0):
-	// empty, before any other shape check (TensorFlow's kernel order).
-	out, err = registrytest.Run(t, "Conv2DBackpropFilter", v, 1, f64(1, 5, 5, 2), testutil.Ints(t, 2, 2, 0, 3), f64(1, 4, 4, 3))
-	check("bf-cf0", out, err, []int{2, 2, 0, 3})
-	// Backprop input with an empty filter (KW = 0) and non-empty dy: zeros.
-	out, err = registrytest.Run(t, "Conv2DBackpropInput", v, 1, testutil.Ints(t, 1, 2, 2, 1), f64(1, 0, 1, 1), f64(1, 2, 3, 1))
-	check("bi-empty-filter", out, err, []int{1, 2, 2, 1})
-}
-
-func TestConv2DPlanChunks(t *testing.T) {
-	for _, c := range []struct{ n, p, kcol int }{{5, 484, 576}, {1000, 36, 9}, {1, 1023, 288}, {3, 7, 1 << 20}, {2, 1, 1}, {50, 100, 1}, {2, 5000, 1}} {
-		ch := convPlanChunks(c.n, c.p, c.kcol)
-		next := 0
-		for i := 0; i < ch.count; i++ {
-			r0, r1 := ch.bounds(i)
-			if r0 != next || r1 <= r0 || r1-r0 > ch.rows {
-				t.Fatalf("%+v: chunk %d = [%d,%d), rows %d, next %d", c, i, r0, r1, ch.rows, next)
-			}
-			if !ch.whole && r0/c.p != (r1-1)/c.p {
-				t.Fatalf("%+v: chunk %d straddles images", c, i)
-			}
-			if ch.whole && (r0%c.p != 0 || r1%c.p != 0) {
-				t.Fatalf("%+v: chunk %d is not whole images", c, i)
-			}
-			next = r1
-		}
-		if next != c.n*c.p {
-			t.Fatalf("%+v: chunks end at %d", c, next)
-		}
-		if ch.rows*c.kcol > convChunkElems && ch.rows > 1 {
-			t.Fatalf("%+v: chunk of %d rows exceeds the budget", c, ch.rows)
-		}
-	}
-}
-
-// TestConv2DFilterChunks checks the filter gradient's chunk count: one
-// chunk up to convFilterRows positions, else a multiple of
-// convFilterSplit (or one chunk per position) of at most convFilterRows
-// positions each, none empty.
-func TestConv2DFilterChunks(t *testing.T) {
-	for _, total := range []int{1, 2, 3, 100, convFilterRows, convFilterRows + 1, 5, 6272, 25088, 32768, 1 << 20, 3*convFilterRows + 7} {
-		count := convFilterChunks(total)
-		switch {
-		case total <= convFilterRows && count != 1:
-			t.Errorf("total %d: %d chunks, want 1", total, count)
-		case total > convFilterRows && count%convFilterSplit != 0 && count != total:
-			t.Errorf("total %d: %d chunks, not a multiple of %d", total, count, convFilterSplit)
-		}
-		for c := range count {
-			r0, r1 := total*c/count, total*(c+1)/count
-			if r1 <= r0 || r1-r0 > convFilterRows {
-				t.Errorf("total %d: chunk %d of %d = [%d, %d)", total, c, count, r0, r1)
-			}
-		}
-	}
-}
-
-// TestConv2DRandomized throws random (often invalid) shapes, sizes and
-// attrs at the three ops: every call either fails with a non-internal
-// error naming the op, or succeeds with the right shape, fully written
-// (the allocator poisons outputs with NaN), and — for Conv2D — the values
-// of the naive reference.
-func TestConv2DRandomized(t *testing.T) {
-	r := rand.New(rand.NewSource(99))
-	iters := 3000
-	if testutil.Long() {
-		iters = 50000
-	}
-	pick := func(v ...int) int { return v[r.Intn(len(v))] }
-	list := func(n int, v ...int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = pick(v...)
-		}
-		return out
-	}
-	okCount := map[string]int{}
-	for it := 0; it < iters; it++ {
-		format := []string{"NHWC", "NCHW"}[r.Intn(2)]
-		l := convLayoutOf(format)
-		padding := []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)]
-		a := Conv2DAttrs{Padding: padding, DataFormat: format}
-		a.Strides = l.shape(1, pick(1, 1, 2, 3), pick(1, 1, 2, 3), 1)
-		a.Dilations = l.shape(1, pick(1, 1, 2), pick(1, 1, 2), 1)
-		if r.Intn(10) == 0 {
-			a.Strides = list(pick(3, 4, 4), -1, 0, 1, 2)
-		}
-		if r.Intn(10) == 0 {
-			a.Dilations = list(pick(3, 4, 4), -1, 0, 1, 2)
-		}
-		if padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			for _, ax := range []int{l.h, l.w} {
-				a.ExplicitPaddings[2*ax], a.ExplicitPaddings[2*ax+1] = pick(0, 1, 2), pick(0, 1, 3)
-			}
-			if r.Intn(10) == 0 {
-				a.ExplicitPaddings = list(pick(7, 8, 8), -1, 0, 1)
-			}
-		} else if r.Intn(20) == 0 {
-			a.ExplicitPaddings = list(8, 0)
-		}
-		// Mostly valid shapes (C a multiple of Cf, O of the groups), with
-		// zeros, wrong ranks and mismatches mixed in.
-		rare := func(v, alt int) int {
-			if r.Intn(12) == 0 {
-				return alt
-			}
-			return v
-		}
-		cf, groups := rare(pick(1, 2, 3), 0), pick(1, 1, 2, 3)
-		c := rare(cf*groups, pick(0, 1, 2, 5))
-		o := rare(groups*pick(1, 2), pick(0, 1, 3))
-		dims := func() []int {
-			s := l.shape(rare(pick(1, 2), 0), rare(pick(1, 3, 4, 6), 0), rare(pick(1, 2, 5), 0), c)
-			if r.Intn(15) == 0 {
-				s = s[:pick(2, 3)]
-			}
-			return s
-		}
-		xs := dims()
-		fs := []int{rare(pick(1, 2, 3), 0), pick(1, 2, 3), cf, o}
-		if r.Intn(15) == 0 {
-			fs = fs[:3]
-		}
-		dys := dims()
-		var pads [4]int
-		if padding == "EXPLICIT" && len(a.ExplicitPaddings) == 8 {
-			pads = [4]int{a.ExplicitPaddings[2*l.h], a.ExplicitPaddings[2*l.h+1], a.ExplicitPaddings[2*l.w], a.ExplicitPaddings[2*l.w+1]}
-		}
-		// naive returns the reference geometry of input shape x (ok false
-		// when the shapes or attrs are not a valid convolution).
-		attrsOK := len(a.Strides) == 4 && len(a.Dilations) == 4
-		for _, v := range [][]int{a.Strides, a.Dilations} {
-			attrsOK = attrsOK && v[l.n] == 1 && v[l.c] == 1 && v[l.h] > 0 && v[l.w] > 0
-		}
-		if padding == "EXPLICIT" {
-			attrsOK = attrsOK && len(a.ExplicitPaddings) == 8
-			for i, p := range a.ExplicitPaddings {
-				attrsOK = attrsOK && p >= 0 && (p == 0 || i/2 == l.h || i/2 == l.w)
-			}
-		} else {
-			attrsOK = attrsOK && len(a.ExplicitPaddings) == 0
-		}
-		naive := func(x []int) (naiveConv, bool) {
-			if !attrsOK || len(x) != 4 || len(fs) != 4 || fs[2] <= 0 || x[l.c]%fs[2] != 0 {
-				return naiveConv{}, false
-			}
-			if gr := x[l.c] / fs[2]; gr > 0 && fs[3]%gr != 0 { // C = 0: an empty input
-				return naiveConv{}, false
-			}
-			return newNaiveConv(format == "NCHW", x[l.n], x[l.h], x[l.w], x[l.c], fs[0], fs[1], fs[2], fs[3],
-				a.Strides[l.h], a.Strides[l.w], a.Dilations[l.h], a.Dilations[l.w], padding, pads)
-		}
-		if g, ok := naive(xs); ok && r.Intn(4) != 0 {
-			dys = g.yShape() // mostly consistent shapes, so the kernels compute
-		}
-		dt := []tensor.Dtype{tensor.Float64, tensor.Float32}[r.Intn(2)]
-		mk := func(s []int) *tensor.Dense {
-			return testutil.Dense(t, dt, s, testutil.Normal(r, testutil.Numel(s)))
-		}
-		var op string
-		var in []*tensor.Dense
-		var want []int
-		switch r.Intn(3) {
-		case 0:
-			op, in = "Conv2D", []*tensor.Dense{mk(xs), mk(fs)}
-		case 1:
-			sizes := xs
-			if len(sizes) == 4 && r.Intn(4) == 0 {
-				sizes = []int{sizes[l.h], sizes[l.w]}
-			}
-			if r.Intn(10) == 0 {
-				sizes = list(pick(1, 3, 4), -1, 0, 2)
-			}
-			op, in, want = "Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, sizes...), mk(fs), mk(dys)}, sizes
-			if len(sizes) == 2 && len(dys) == 4 && len(fs) == 4 {
-				want = l.shape(dys[l.n], sizes[0], sizes[1], fs[2])
-			}
-		default:
-			sizes := fs
-			if r.Intn(10) == 0 {
-				sizes = list(pick(3, 4, 5), -1, 0, 2)
-			}
-			op, in, want = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, sizes...), mk(dys)}, sizes
-		}
-		out, err := registrytest.Run(t, op, a, 1+it%3, in...)
-		name := fmt.Sprintf("#%d %s %+v %v", it, op, a, []any{xs, fs, dys})
-		if err != nil {
-			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
-				t.Fatalf("%s: %v", name, err)
-			}
-			continue
-		}
-		got := testutil.Float64s(t, out[0])
-		for _, v := range got {
-			if math.IsNaN(v) {
-				t.Fatalf("%s: unwritten (NaN) output element", name)
-			}
-		}
-		zeros := make([]float64, len(got))
-		rel := 1e-13
-		if dt == tensor.Float32 {
-			rel = 3e-6
-		}
-		switch op {
-		case "Conv2D":
-			g, ok := naive(xs)
-			if !ok {
-				t.Fatalf("%s: succeeded on an invalid convolution", name)
-			}
-			ys := g.yShape()
-			if tensorx.Len(in[0]) == 0 || testutil.Numel(ys) == 0 {
-				testutil.CloseBound(t, name, out[0], ys, zeros, zeros, 0)
-				break
-			}
-			okCount[op]++
-			xv, fv := testutil.Float64s(t, in[0]), testutil.Float64s(t, in[1])
-			testutil.CloseBound(t, name, out[0], ys, g.forward(xv, fv), g.forward(testutil.Abs(xv), testutil.Abs(fv)), rel)
-		case "Conv2DBackpropInput":
-			if len(got) == 0 || tensorx.Len(in[2]) == 0 {
-				testutil.CloseBound(t, name, out[0], want, zeros, zeros, 0)
-				break
-			}
-			g, ok := naive(want)
-			if !ok || !tensorx.SameShape(g.yShape(), dys) {
-				t.Fatalf("%s: succeeded on inconsistent shapes", name)
-			}
-			okCount[op]++
-			fv, dyv := testutil.Float64s(t, in[1]), testutil.Float64s(t, in[2])
-			testutil.CloseBound(t, name, out[0], want, g.backpropInput(fv, dyv), g.backpropInput(testutil.Abs(fv), testutil.Abs(dyv)), rel)
-		default:
-			if len(got) == 0 || tensorx.Len(in[0]) == 0 {
-				testutil.CloseBound(t, name, out[0], want, zeros, zeros, 0)
-				break
-			}
-			g, ok := naive(xs)
-			if !ok || !tensorx.SameShape(g.yShape(), dys) || !tensorx.SameShape(want, fs) {
-				t.Fatalf("%s: succeeded on inconsistent shapes", name)
-			}
-			okCount[op]++
-			xv, dyv := testutil.Float64s(t, in[0]), testutil.Float64s(t, in[2])
-			testutil.CloseBound(t, name, out[0], want, g.backpropFilter(xv, dyv), g.backpropFilter(testutil.Abs(xv), testutil.Abs(dyv)), rel)
-		}
-	}
-	t.Logf("successful calls: %v of %d", okCount, iters)
-	for _, op := range []string{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"} {
-		if okCount[op] < iters/50 {
-			t.Fatalf("too few successful %s calls (%d): the generator is off", op, okCount[op])
-		}
-	}
-}
-
-// TestConv2DBackpropFilterFloat32Accuracy sums 2^18 positive products per
-// filter element in float32: the chunked float64 reduction keeps the
-// relative error near float32's rounding of the result.
-func TestConv2DBackpropFilterFloat32Accuracy(t *testing.T) {
-	r := rand.New(rand.NewSource(5))
-	const n, h, w = 4, 256, 256
-	xv, dyv := make([]float64, n*h*w), make([]float64, n*h*w*2)
-	for i := range xv {
-		xv[i] = float64(float32(0.5 + r.Float64()))
-	}
-	for i := range dyv {
-		dyv[i] = float64(float32(0.5 + r.Float64()))
-	}
-	a := Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	out, err := registrytest.Run(t, "Conv2DBackpropFilter", a, 2, testutil.Dense(t, tensor.Float32, []int{n, h, w, 1}, xv),
-		testutil.Ints(t, 1, 1, 1, 2), testutil.Dense(t, tensor.Float32, []int{n, h, w, 2}, dyv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := testutil.Float64s(t, out[0])
-	for o := 0; o < 2; o++ {
-		var want float64
-		for i, x := range xv {
-			want += x * dyv[2*i+o]
-		}
-		if rel := math.Abs(got[o]-want) / want; rel > 2e-7 {
-			t.Fatalf("filter gradient %d = %v, want %v (relative error %.2g)", o, got[o], want, rel)
-		}
-	}
-}
-
-// FuzzConv2D feeds arbitrary small shapes, sizes and attrs to the three
-// ops: bad input must give an error naming the op, never a panic, and a
-// result must be fully written.
-// Run: go test ./forward -run '^$' -fuzz FuzzConv2D -fuzztime 20s
-func FuzzConv2D(f *testing.F) {
-	f.Add(uint8(0), uint8(0), []byte{1, 5, 5, 2, 3, 3, 2, 3, 1, 1, 1, 1, 0, 0, 0, 0})
-	f.Add(uint8(1), uint8(5), []byte{1, 4, 4, 3, 2, 2, 1, 3, 2, 1, 1, 2, 1, 0, 2, 1})
-	f.Add(uint8(2), uint8(10), []byte{2, 3, 6, 4, 1, 3, 2, 2, 1, 3, 2, 1, 0, 1, 0, 3})
-	f.Fuzz(func(t *testing.T, opSel, mode uint8, b []byte) {
-		if len(b) < 16 {
-			return
-		}
-		v := func(i int) int { return int(int8(b[i])) % 9 } // small, possibly negative
-		format := []string{"NHWC", "NCHW"}[mode&1]
-		padding := []string{"SAME", "VALID", "EXPLICIT", "FULL"}[(mode>>1)&3]
-		l := convLayoutOf(format)
-		a := Conv2DAttrs{Padding: padding, DataFormat: format,
-			Strides: l.shape(1+int(mode>>6&1), v(8), v(9), 1), Dilations: l.shape(1, v(10), v(11), 1)}
-		if padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			a.ExplicitPaddings[2*l.h], a.ExplicitPaddings[2*l.h+1] = v(12), v(13)
-			a.ExplicitPaddings[2*l.w], a.ExplicitPaddings[2*l.w+1] = v(14), v(15)
-		}
-		abs := func(i int) int { return max(0, v(i)) }
-		xs := l.shape(abs(0), abs(1), abs(2), abs(3))
-		fs := []int{abs(4), abs(5), abs(6), abs(7)}
-		r := rand.New(rand.NewSource(int64(len(b))))
-		mk := func(s []int) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, s, testutil.Normal(r, testutil.Numel(s)))
-		}
-		var op string
-		var in []*tensor.Dense
-		switch opSel % 3 {
-		case 0:
-			op, in = "Conv2D", []*tensor.Dense{mk(xs), mk(fs)}
-		case 1:
-			dys := l.shape(abs(0), abs(12), abs(13), abs(7))
-			if len(b) > 16 {
-				dys[l.h] = int(b[16]) % 7
-			}
-			op, in = "Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), mk(fs), mk(dys)}
-		default:
-			dys := l.shape(abs(0), abs(12), abs(13), abs(7))
-			op, in = "Conv2DBackpropFilter", []*tensor.Dense{mk(xs), testutil.Ints(t, fs...), mk(dys)}
-		}
-		out, err := registrytest.Run(t, op, a, 1+int(mode>>7), in...)
-		if err != nil {
-			if errors.Is(err, registry.ErrInternal) || !strings.Contains(err.Error(), op) {
-				t.Fatalf("%s %+v %v: %v", op, a, in, err)
-			}
-			return
-		}
-		for _, x := range testutil.Float64s(t, out[0]) {
-			if math.IsNaN(x) {
-				t.Fatalf("%s %+v: unwritten output element", op, a)
-			}
-		}
-	})
 }

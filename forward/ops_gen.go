@@ -21,10 +21,6 @@ const (
 	OpCast = "Cast"
 	// OpConv2D is the name of the Conv2D op.
 	OpConv2D = "Conv2D"
-	// OpConv2DBackpropFilter is the name of the Conv2DBackpropFilter op.
-	OpConv2DBackpropFilter = "Conv2DBackpropFilter"
-	// OpConv2DBackpropInput is the name of the Conv2DBackpropInput op.
-	OpConv2DBackpropInput = "Conv2DBackpropInput"
 	// OpDepthwiseConv2dNative is the name of the DepthwiseConv2dNative op.
 	OpDepthwiseConv2dNative = "DepthwiseConv2dNative"
 	// OpExp is the name of the Exp op.
@@ -137,18 +133,6 @@ func Cast(e registry.Emitter, attrs registry.Attrs[CastAttrs], x registry.Value)
 // Inputs: input, filter. Output: output.
 func Conv2D(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registry.Value, filter registry.Value) registry.Value {
 	return registry.Apply1(e, OpConv2D, attrs.Boxed(), input, filter)
-}
-
-// Conv2DBackpropFilter applies Conv2DBackpropFilter on e: gradient of Conv2D with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
-// Inputs: input, filter_sizes, out_backprop. Output: output.
-func Conv2DBackpropFilter(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpConv2DBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
-}
-
-// Conv2DBackpropInput applies Conv2DBackpropInput on e: gradient of Conv2D with respect to its input: input_sizes (int32/int64, 4 values or [H, W]), filter, out_backprop.
-// Inputs: input_sizes, filter, out_backprop. Output: output.
-func Conv2DBackpropInput(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
-	return registry.Apply1(e, OpConv2DBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
 }
 
 // DepthwiseConv2dNative applies DepthwiseConv2dNative on e: depthwise 2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,C,M]; output channel c*M+m is channel c filtered by filter[:,:,c,m].

@@ -1,4 +1,4 @@
-package forward
+package backward_test
 
 import (
 	"math/rand"
@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 	"github.com/tapegrad/tapegrad/registry"
 )
@@ -18,7 +19,7 @@ import (
 
 func convBench(b *testing.B, n, h, w, c, o, k, s int, modes ...string) {
 	r := rand.New(rand.NewSource(1))
-	a := Conv2DAttrs{Strides: []int{1, s, s, 1}, Padding: "SAME"}
+	a := forward.Conv2DAttrs{Strides: []int{1, s, s, 1}, Padding: "SAME"}
 	oh, ow := (h+s-1)/s, (w+s-1)/s
 	x := testutil.Dense(b, tensor.Float32, []int{n, h, w, c}, testutil.Normal(r, n*h*w*c))
 	f := testutil.Dense(b, tensor.Float32, []int{k, k, c, o}, testutil.Normal(r, k*k*c*o))

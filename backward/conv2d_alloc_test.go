@@ -1,0 +1,119 @@
+//go:build !race
+
+package backward_test
+
+import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/parallel"
+	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
+)
+
+// TestConv2DBackpropAllocations checks that steady-state calls of
+// Conv2DBackpropInput and Conv2DBackpropFilter, through
+// registry.RunNormalized with recycled buffers as the tape runs them,
+// allocate nothing on one thread, and on two threads no more than a few
+// objects per parallel loop (a closure and the state it shares, plus
+// whatever internal/parallel itself allocates for a loop). The shapes have
+// thousands of output positions, many GEMM blocks and several
+// filter-gradient chunks, so an allocation per row, chunk or block breaks
+// the bound. (Excluded from -race builds, whose instrumentation
+// allocates.)
+func TestConv2DBackpropAllocations(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	type shape struct {
+		name                 string
+		n, h, w, c, k, cf, o int
+		s                    int
+		padding              string
+	}
+	type call struct {
+		name, op string
+		attrs    any
+		in       []*tensor.Dense
+	}
+	var calls []call
+	for _, sh := range []shape{
+		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
+		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided input gradient (col2im)
+		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
+		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
+		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // perf/WORKLOADS.md W1: 8 filter chunks
+	} {
+		for _, format := range []string{"NHWC", "NCHW"} {
+			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+				if sh.name == "W1" && (format != "NHWC" || dt != tensor.Float32) {
+					continue
+				}
+				l := conv2DLayoutOf(format)
+				oh, ow := (sh.h+sh.s-1)/sh.s, (sh.w+sh.s-1)/sh.s
+				if sh.padding == "VALID" {
+					oh, ow = (sh.h-sh.k)/sh.s+1, (sh.w-sh.k)/sh.s+1
+				}
+				xs, ys := l.shape(sh.n, sh.h, sh.w, sh.c), l.shape(sh.n, oh, ow, sh.o)
+				fs := []int{sh.k, sh.k, sh.cf, sh.o}
+				x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
+				f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
+				dy := testutil.Dense(t, dt, ys, testutil.Normal(r, testutil.Numel(ys)))
+				attrs := forward.Conv2DAttrs{Strides: l.shape(1, sh.s, sh.s, 1), Padding: sh.padding, DataFormat: format}
+				for _, c := range []struct {
+					op string
+					in []*tensor.Dense
+				}{
+					{"Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), f, dy}},
+					{"Conv2DBackpropFilter", []*tensor.Dense{x, testutil.Ints(t, fs...), dy}},
+				} {
+					calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.name, format, dt), c.op, attrs, c.in})
+				}
+			}
+		}
+	}
+	runner := func(c call, threads int) func() {
+		return registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
+	}
+	// One thread first, before this test starts any parallel loop.
+	for _, c := range calls {
+		run := runner(c, 1)
+		run()
+		if got := testing.AllocsPerRun(5, run); got != 0 {
+			t.Errorf("%s on 1 thread: %v allocations per call", c.name, got)
+		}
+	}
+	// Two threads: each op runs at most two parallel loops (its GEMMs' or
+	// its chunks', and the filter gradient's sum). Measured at the
+	// process's GOMAXPROCS (testing.AllocsPerRun sets it to 1, which makes
+	// internal/parallel start and park extra workers), with one allocation
+	// of slack for the runtime's own (a parking worker may need a new
+	// sudog after a collection).
+	fn := func(w, i int) {}
+	perLoop := conv2DMallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
+	const loops, ownPerLoop = 2, 2
+	bound := loops*(ownPerLoop+perLoop) + 1
+	for _, c := range calls {
+		if got := conv2DMallocsPerCall(5, runner(c, 2)); got > bound {
+			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v", c.name, got, bound)
+		}
+	}
+}
+
+// conv2DMallocsPerCall returns the heap allocations per call of f over runs
+// calls, after a few untimed ones, at the current GOMAXPROCS.
+func conv2DMallocsPerCall(runs int, f func()) float64 {
+	for range 3 {
+		f()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
+}

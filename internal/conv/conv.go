@@ -1,0 +1,315 @@
+package conv
+
+import (
+	"github.com/tapegrad/tapegrad/internal/gemm"
+	"github.com/tapegrad/tapegrad/internal/parallel"
+)
+
+// Callers guarantee non-empty input, filter and output (the ops handle
+// empty tensors before calling in), and slices of the geometry's sizes.
+
+// Forward computes out = conv(x, f) in NHWC with threads threads; every
+// element of out is written. The im2col matrix is never materialised:
+// the GEMM reads its rows from x in place. It equals, per group grp and
+// output position r (image b, row i, column j) and channel grp·OG+o,
+//
+//	out[r·O + grp·OG + o] = Σ_{p, q, k} x[b, i·SH-PT+p·DH, j·SW-PL+q·DW, grp·CF+k] · f[((p·KW+q)·CF+k)·O + grp·OG+o]
+//
+// over the taps that fall inside the input, summed in the GEMM's order.
+func Forward[T Float](out, x, f []T, g *Geom, threads int) {
+	kcol := g.KCol()
+	rows := g.N * g.OH * g.OW
+	if lda, ok := g.Direct(); ok {
+		for grp := 0; grp < g.G; grp++ {
+			gemm.Gemm(false, false, rows, g.OG, kcol, 1, x[grp*g.CF:], lda, f[grp*g.OG:], g.O, 0, out[grp*g.OG:], g.O, threads)
+		}
+		return
+	}
+	m := getRowsMap(g)
+	defer putRowsMap(m)
+	for grp := 0; grp < g.G; grp++ {
+		gemm.GemmRowsA(rows, g.OG, kcol, rowsOf(g, x, grp, 0, m), false, f[grp*g.OG:], g.O, 0, out[grp*g.OG:], g.O, threads)
+	}
+}
+
+// BackpropInputScratch returns the number of scratch elements
+// BackpropInput needs for g with threads threads (0: none).
+func BackpropInputScratch(g *Geom, threads int) int {
+	kcol := g.KCol()
+	if _, ok := g.Direct(); ok || kcol == 0 {
+		return 0
+	}
+	if g.SH == 1 && g.SW == 1 {
+		return g.KH * g.KW * g.CF * g.O // the flipped filter
+	}
+	ch := planChunks(g.N, g.OH*g.OW, kcol)
+	items := ch.count
+	if !ch.whole {
+		items = g.N
+	}
+	nw, _ := workers(threads, items)
+	return nw * ch.rows * kcol
+}
+
+// BackpropInput computes the input gradient dx of a convolution from the
+// filter f and the output gradient dy in NHWC with threads threads;
+// every element of dx is written. scratch holds at least
+// BackpropInputScratch(g, threads) elements (contents unspecified). It
+// equals
+//
+//	dx[b, y, x, grp·CF+k] = Σ dy[b, i, j, grp·OG+o] · f[((p·KW+q)·CF+k)·O + grp·OG+o]
+//
+// over the output positions (i, j), taps (p, q) and channels o with
+// y = i·SH-PT+p·DH, x = j·SW-PL+q·DW. With unit strides it is a forward
+// convolution of dy with the flipped filter; otherwise the output
+// positions are cut into chunks that depend only on the shapes, whose
+// im2col rows dy·fᵀ are scattered back into dx image by image in chunk
+// order, so the result does not depend on the thread count.
+func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
+	kcol := g.KCol()
+	if lda, ok := g.Direct(); ok {
+		// Every input element receives exactly one product row.
+		m := g.N * g.OH * g.OW
+		for grp := 0; grp < g.G; grp++ {
+			gemm.Gemm(false, true, m, kcol, g.OG, 1, dy[grp*g.OG:], g.O, f[grp*g.OG:], g.O, 0, dx[grp*g.CF:], lda, threads)
+		}
+		return
+	}
+	if kcol == 0 {
+		clear(dx)
+		return
+	}
+	if g.SH == 1 && g.SW == 1 {
+		backpropInputStride1(dx, f, dy, g, threads, scratch)
+		return
+	}
+	clear(dx)
+	ch := planChunks(g.N, g.OH*g.OW, kcol)
+	// Work items: whole-image chunks, or whole images of several chunks,
+	// so that each image is accumulated by one worker in chunk order.
+	items, per := ch.count, 1
+	if !ch.whole {
+		items, per = g.N, ch.perImg
+	}
+	nw, gt := workers(threads, items)
+	job := col2imJob[T]{g: *g, f: f, dy: dy, dx: dx, buf: scratch[:nw*ch.rows*kcol], ch: ch, per: per, gt: gt}
+	if nw <= 1 {
+		for i := range items {
+			job.item(0, i)
+		}
+		return
+	}
+	j := job // only this copy moves to the heap, with the closure
+	parallel.Each(nw, items, func(w, i int) { j.item(w, i) })
+}
+
+// col2imJob is the strided input gradient's work: per item, the im2col
+// rows dy·filterᵀ of its chunks, scattered back into dx.
+type col2imJob[T Float] struct {
+	g         Geom // a copy: a pointer would move the caller's to the heap
+	f, dy, dx []T
+	buf       []T // one im2col buffer per worker
+	ch        chunks
+	per, gt   int
+}
+
+// item processes item i's chunks with worker w's buffer.
+func (j *col2imJob[T]) item(w, i int) {
+	g, kcol := &j.g, j.g.KCol()
+	col := j.buf[w*j.ch.rows*kcol : (w+1)*j.ch.rows*kcol]
+	for c := i * j.per; c < (i+1)*j.per; c++ {
+		r0, r1 := j.ch.bounds(c)
+		for grp := 0; grp < g.G; grp++ {
+			gemm.Gemm(false, true, r1-r0, kcol, g.OG, 1, j.dy[r0*g.O+grp*g.OG:], g.O, j.f[grp*g.OG:], g.O, 0, col, kcol, j.gt)
+			col2im(g, col, grp, r0, r1, j.dx)
+		}
+	}
+}
+
+// backpropInputStride1 computes dx for unit strides as a forward
+// convolution of dy with the flipped filter f'[p, q, o, k] =
+// f[KH-1-p, KW-1-q, k, o] (per group: OG input and CF output channels,
+// built in ft, len(f) elements), the same dilations, and paddings E-1-P
+// on each side (negative when the forward padding exceeds the effective
+// filter: a crop, which im2col handles like padding). Its GEMM runs over
+// KH·KW·OG instead of OG and no col2im scatter is needed; every element
+// of dx is written.
+func backpropInputStride1[T Float](dx, f, dy []T, g *Geom, threads int, ft []T) {
+	eh, ew := (g.KH-1)*g.DH+1, (g.KW-1)*g.DW+1
+	t := Geom{
+		N: g.N, H: g.OH, W: g.OW, C: g.O,
+		KH: g.KH, KW: g.KW, CF: g.OG, O: g.C,
+		G: g.G, OG: g.CF,
+		OH: g.H, OW: g.W,
+		SH: 1, SW: 1, DH: g.DH, DW: g.DW,
+		PT: eh - 1 - g.PT, PB: eh - 1 - g.PB, PL: ew - 1 - g.PL, PR: ew - 1 - g.PR,
+	}
+	ft = ft[:len(f)]
+	for p := 0; p < g.KH; p++ {
+		for q := 0; q < g.KW; q++ {
+			src := f[((g.KH-1-p)*g.KW+(g.KW-1-q))*g.CF*g.O:][:g.CF*g.O]
+			dst := ft[(p*g.KW+q)*g.OG*g.C:][:g.OG*g.C]
+			for grp := 0; grp < g.G; grp++ {
+				for k := 0; k < g.CF; k++ {
+					s := src[k*g.O+grp*g.OG:][:g.OG]
+					c := grp*g.CF + k
+					for o, v := range s {
+						// Row o: group grp's input channel o of the transposed
+						// problem; column c: its output channel.
+						dst[o*g.C+c] = v
+					}
+				}
+			}
+		}
+	}
+	Forward(dx, dy, ft, &t, threads)
+}
+
+// BackpropFilterScratch returns the scratch BackpropFilter needs for g:
+// acc float64 elements, which must hold zeros, and parts elements of the
+// element type (contents unspecified); both are 0 when there are no
+// output positions.
+func BackpropFilterScratch(g *Geom) (acc, parts int) {
+	total := g.N * g.OH * g.OW
+	if total == 0 {
+		return 0, 0
+	}
+	fsz := g.KCol() * g.O
+	count := filterChunks(total)
+	round := max(1, min(maxPartials, partialElems/max(1, fsz), count))
+	return fsz, round * fsz
+}
+
+// BackpropFilter computes the filter gradient df = Σ im2col(x)ᵀ·dy of a
+// convolution in NHWC with threads threads; every element of df is
+// written. acc and parts are scratch of the sizes BackpropFilterScratch
+// gives, acc zeroed. It equals
+//
+//	df[((p·KW+q)·CF+k)·O + grp·OG+o] = Σ x[b, i·SH-PT+p·DH, j·SW-PL+q·DW, grp·CF+k] · dy[b, i, j, grp·OG+o]
+//
+// over the output positions whose tap falls inside the input. The output
+// positions are cut into chunks that depend only on the shapes
+// (filterChunks); each chunk gives a partial dfᵀ = dyᵀ·im2col(x) (the
+// im2col rows gathered from x straight into the GEMM's packed panels, dyᵀ
+// packed once per k block), and the partials are added in chunk order in
+// float64, so the result does not depend on the thread count.
+func BackpropFilter[T Float](df, x, dy []T, g *Geom, threads int, acc []float64, parts []T) {
+	kcol := g.KCol()
+	fsz := kcol * g.O
+	total := g.N * g.OH * g.OW
+	if total == 0 {
+		clear(df)
+		return
+	}
+	count := filterChunks(total)
+	round := max(1, min(maxPartials, partialElems/max(1, fsz), count))
+	sum, ps := acc[:fsz], parts[:round*fsz]
+	job := filterJob[T]{g: *g, x: x, dy: dy, parts: ps, total: total, count: count}
+	if lda, ok := g.Direct(); ok {
+		job.lda = lda
+	} else {
+		job.m = getRowsMap(g)
+		defer putRowsMap(job.m)
+	}
+	for s := 0; s < count; s += round {
+		e := min(s+round, count)
+		nw, gt := workers(threads, e-s)
+		job.first, job.gt = s, gt
+		if nw <= 1 {
+			for c := s; c < e; c++ {
+				job.chunk(0, c-s)
+			}
+		} else {
+			j := job // only this copy moves to the heap, with the closure
+			parallel.Each(nw, e-s, func(w, i int) { j.chunk(w, i) })
+		}
+		// sum holds dfᵀ (row o: output channel o's kcol taps), like the
+		// partials; each element adds its partials in chunk order.
+		if n := e - s; serial(threads, fsz, sumGrain) {
+			addPartials(sum, ps, fsz, n, 0, fsz)
+		} else {
+			parallel.For(threads, fsz, sumGrain, func(lo, hi int) {
+				addPartials(sum, ps, fsz, n, lo, hi)
+			})
+		}
+	}
+	for o := 0; o < g.O; o++ {
+		for k, v := range sum[o*kcol : (o+1)*kcol] {
+			df[k*g.O+o] = T(v)
+		}
+	}
+}
+
+// filterJob is the filter gradient's work: the partial dfᵀ of each chunk
+// of output positions.
+type filterJob[T Float] struct {
+	g            Geom // a copy: a pointer would move the caller's to the heap
+	x, dy, parts []T
+	total, count int
+	m            *rowsMap // im2col rows, or nil for a direct input
+	lda          int      // the direct input's row stride
+	first, gt    int      // the round's first chunk; threads per GEMM
+}
+
+// chunk computes chunk first+i's partial into parts[i].
+func (j *filterJob[T]) chunk(_, i int) {
+	g := &j.g
+	kcol := g.KCol()
+	fsz := kcol * g.O
+	c := j.first + i
+	r0, r1 := j.total*c/j.count, j.total*(c+1)/j.count
+	// The partial holds dfᵀ: the groups' og×kcol blocks in order.
+	part := j.parts[i*fsz : (i+1)*fsz]
+	for grp := 0; grp < g.G; grp++ {
+		pg := part[grp*g.OG*kcol : (grp+1)*g.OG*kcol]
+		dyg := j.dy[r0*g.O+grp*g.OG:]
+		if j.m == nil {
+			gemm.Gemm(true, false, g.OG, kcol, r1-r0, 1, dyg, g.O, j.x[r0*j.lda+grp*g.CF:], j.lda, 0, pg, kcol, j.gt)
+			continue
+		}
+		gemm.GemmRowsB(true, g.OG, kcol, r1-r0, dyg, g.O, rowsOf(g, j.x, grp, r0, j.m), 0, pg, kcol, j.gt)
+	}
+}
+
+// addPartials adds elements [lo, hi) of n partials of fsz elements, in
+// order, to acc.
+func addPartials[T Float](acc []float64, parts []T, fsz, n, lo, hi int) {
+	a := acc[lo:hi]
+	for c := range n {
+		for i, v := range parts[c*fsz+lo : c*fsz+hi] {
+			a[i] += float64(v)
+		}
+	}
+}
+
+// ToNHWC copies an NCHW tensor src [n, c, h, w] into dst as NHWC:
+// dst[((b·h+y)·w+x)·c+ch] = src[((b·c+ch)·h+y)·w+x].
+func ToNHWC[T Float](dst, src []T, n, c, h, w int) {
+	hw := h * w
+	for b := 0; b < n; b++ {
+		s := src[b*c*hw : (b+1)*c*hw]
+		d := dst[b*c*hw : (b+1)*c*hw]
+		for ch := 0; ch < c; ch++ {
+			plane := s[ch*hw : (ch+1)*hw]
+			for i, v := range plane {
+				d[i*c+ch] = v
+			}
+		}
+	}
+}
+
+// ToNCHW copies an NHWC tensor src [n, h, w, c] into dst as NCHW (the
+// inverse of ToNHWC).
+func ToNCHW[T Float](dst, src []T, n, c, h, w int) {
+	hw := h * w
+	for b := 0; b < n; b++ {
+		s := src[b*c*hw : (b+1)*c*hw]
+		d := dst[b*c*hw : (b+1)*c*hw]
+		for ch := 0; ch < c; ch++ {
+			plane := d[ch*hw : (ch+1)*hw]
+			for i := range plane {
+				plane[i] = s[i*c+ch]
+			}
+		}
+	}
+}
