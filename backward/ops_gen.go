@@ -10,19 +10,57 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpBiasAddGrad is the name of the BiasAddGrad op.
+	OpBiasAddGrad = "BiasAddGrad"
 	// OpConv2DBackpropFilter is the name of the Conv2DBackpropFilter op.
 	OpConv2DBackpropFilter = "Conv2DBackpropFilter"
 	// OpConv2DBackpropInput is the name of the Conv2DBackpropInput op.
 	OpConv2DBackpropInput = "Conv2DBackpropInput"
+	// OpDepthwiseConv2dNativeBackpropFilter is the name of the DepthwiseConv2dNativeBackpropFilter op.
+	OpDepthwiseConv2dNativeBackpropFilter = "DepthwiseConv2dNativeBackpropFilter"
+	// OpDepthwiseConv2dNativeBackpropInput is the name of the DepthwiseConv2dNativeBackpropInput op.
+	OpDepthwiseConv2dNativeBackpropInput = "DepthwiseConv2dNativeBackpropInput"
+	// OpFakeQuantWithMinMaxArgsGradient is the name of the FakeQuantWithMinMaxArgsGradient op.
+	OpFakeQuantWithMinMaxArgsGradient = "FakeQuantWithMinMaxArgsGradient"
+	// OpFakeQuantWithMinMaxVarsGradient is the name of the FakeQuantWithMinMaxVarsGradient op.
+	OpFakeQuantWithMinMaxVarsGradient = "FakeQuantWithMinMaxVarsGradient"
+	// OpFakeQuantWithMinMaxVarsPerChannelGradient is the name of the FakeQuantWithMinMaxVarsPerChannelGradient op.
+	OpFakeQuantWithMinMaxVarsPerChannelGradient = "FakeQuantWithMinMaxVarsPerChannelGradient"
 	// OpFractionalAvgPoolGrad is the name of the FractionalAvgPoolGrad op.
 	OpFractionalAvgPoolGrad = "FractionalAvgPoolGrad"
 	// OpFractionalMaxPoolGrad is the name of the FractionalMaxPoolGrad op.
 	OpFractionalMaxPoolGrad = "FractionalMaxPoolGrad"
+	// OpFusedBatchNormGrad is the name of the FusedBatchNormGrad op.
+	OpFusedBatchNormGrad = "FusedBatchNormGrad"
+	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
+	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
+	// OpRelu6Grad is the name of the Relu6Grad op.
+	OpRelu6Grad = "Relu6Grad"
+	// OpReluGrad is the name of the ReluGrad op.
+	OpReluGrad = "ReluGrad"
+	// OpRsqrtGrad is the name of the RsqrtGrad op.
+	OpRsqrtGrad = "RsqrtGrad"
+	// OpSigmoidGrad is the name of the SigmoidGrad op.
+	OpSigmoidGrad = "SigmoidGrad"
+	// OpSqrtGrad is the name of the SqrtGrad op.
+	OpSqrtGrad = "SqrtGrad"
+	// OpTanhGrad is the name of the TanhGrad op.
+	OpTanhGrad = "TanhGrad"
+	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
+	OpFakeQuantWithMinMaxVarsGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
+	// OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint op.
+	OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
 	// OpFractionalAvgPoolWithSequences is the name of the tapegrad.FractionalAvgPoolWithSequences op.
 	OpFractionalAvgPoolWithSequences = "tapegrad.FractionalAvgPoolWithSequences"
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
 )
+
+// BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
+// Inputs: out_backprop. Output: output.
+func BiasAddGrad(e registry.Emitter, attrs registry.Attrs[forward.BiasAddAttrs], outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpBiasAddGrad, attrs.Boxed(), outBackprop)
+}
 
 // Conv2DBackpropFilter applies Conv2DBackpropFilter on e: gradient of Conv2D with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
 // Inputs: input, filter_sizes, out_backprop. Output: output.
@@ -36,6 +74,36 @@ func Conv2DBackpropInput(e registry.Emitter, attrs registry.Attrs[forward.Conv2D
 	return registry.Apply1(e, OpConv2DBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
 }
 
+// DepthwiseConv2dNativeBackpropFilter applies DepthwiseConv2dNativeBackpropFilter on e: gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), out_backprop.
+// Inputs: input, filter_sizes, out_backprop. Output: output.
+func DepthwiseConv2dNativeBackpropFilter(e registry.Emitter, attrs registry.Attrs[forward.DepthwiseConv2dAttrs], input registry.Value, filterSizes registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropFilter, attrs.Boxed(), input, filterSizes, outBackprop)
+}
+
+// DepthwiseConv2dNativeBackpropInput applies DepthwiseConv2dNativeBackpropInput on e: gradient of DepthwiseConv2dNative with respect to its input: input_sizes (int32/int64, 4 values), filter, out_backprop.
+// Inputs: input_sizes, filter, out_backprop. Output: output.
+func DepthwiseConv2dNativeBackpropInput(e registry.Emitter, attrs registry.Attrs[forward.DepthwiseConv2dAttrs], inputSizes registry.Value, filter registry.Value, outBackprop registry.Value) registry.Value {
+	return registry.Apply1(e, OpDepthwiseConv2dNativeBackpropInput, attrs.Boxed(), inputSizes, filter, outBackprop)
+}
+
+// FakeQuantWithMinMaxArgsGradient applies FakeQuantWithMinMaxArgsGradient on e: backprops = gradients where nudged_min <= inputs <= nudged_max, else 0 (straight-through gradient of FakeQuantWithMinMaxArgs).
+// Inputs: gradients, inputs. Output: backprops.
+func FakeQuantWithMinMaxArgsGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantArgsAttrs], gradients registry.Value, inputs registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxArgsGradient, attrs.Boxed(), gradients, inputs)
+}
+
+// FakeQuantWithMinMaxVarsGradient applies FakeQuantWithMinMaxVarsGradient on e: straight-through gradients of FakeQuantWithMinMaxVars: backprops_wrt_input = gradients inside the nudged range, backprop_wrt_min/max = sums of gradients below/above it (scalars).
+// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
+func FakeQuantWithMinMaxVarsGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsGradient, attrs.Boxed(), gradients, inputs, min, max)
+}
+
+// FakeQuantWithMinMaxVarsPerChannelGradient applies FakeQuantWithMinMaxVarsPerChannelGradient on e: straight-through gradients of FakeQuantWithMinMaxVarsPerChannel: backprops_wrt_input = gradients inside the channel's nudged range, backprop_wrt_min/max[c] = per-channel sums of gradients below/above it; inputs of rank 1..4.
+// Inputs: gradients, inputs, min, max. Outputs, in order: backprops_wrt_input, backprop_wrt_min, backprop_wrt_max.
+func FakeQuantWithMinMaxVarsPerChannelGradient(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], gradients registry.Value, inputs registry.Value, min registry.Value, max registry.Value) []registry.Value {
+	return registry.Apply(e, OpFakeQuantWithMinMaxVarsPerChannelGradient, attrs.Boxed(), gradients, inputs, min, max)
+}
+
 // FractionalAvgPoolGrad applies FractionalAvgPoolGrad on e: gradient of FractionalAvgPool: each out_backprop value spread uniformly over its cell of an input of shape orig_input_tensor_shape (int64 [4]); accumulated in float64.
 // Inputs: orig_input_tensor_shape, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
 func FractionalAvgPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.FractionalPoolGradAttrs], origInputTensorShape registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
@@ -46,6 +114,66 @@ func FractionalAvgPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.Frac
 // Inputs: orig_input, orig_output, out_backprop, row_pooling_sequence, col_pooling_sequence. Output: output.
 func FractionalMaxPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, outBackprop registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
 	return registry.Apply1(e, OpFractionalMaxPoolGrad, attrs.Boxed(), origInput, origOutput, outBackprop, rowPoolingSequence, colPoolingSequence)
+}
+
+// FusedBatchNormGrad applies FusedBatchNormGrad on e: gradient of FusedBatchNorm: x_backprop, scale_backprop, offset_backprop from y_backprop, x, scale and the forward's reserve spaces (training) or the population mean/variance (inference).
+// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_3, reserve_space_4.
+func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGrad, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2)
+}
+
+// FusedBatchNormGradV3 applies FusedBatchNormGradV3 on e: gradient of FusedBatchNormV3 (4-D or 5-D); reserve_space_3 is accepted and ignored, as by TensorFlow's CPU kernel.
+// Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
+func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+}
+
+// Relu6Grad applies Relu6Grad on e: backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output).
+// Inputs: gradients, features. Output: backprops.
+func Relu6Grad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
+	return registry.Apply1(e, OpRelu6Grad, nil, gradients, features)
+}
+
+// ReluGrad applies ReluGrad on e: backprops = gradients * (features > 0), the gradient of Relu (features: its input or output).
+// Inputs: gradients, features. Output: backprops.
+func ReluGrad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
+	return registry.Apply1(e, OpReluGrad, nil, gradients, features)
+}
+
+// RsqrtGrad applies RsqrtGrad on e: z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x).
+// Inputs: y, dy. Output: z.
+func RsqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpRsqrtGrad, nil, y, dy)
+}
+
+// SigmoidGrad applies SigmoidGrad on e: z = dy * y * (1 - y), the gradient of y = sigmoid(x).
+// Inputs: y, dy. Output: z.
+func SigmoidGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSigmoidGrad, nil, y, dy)
+}
+
+// SqrtGrad applies SqrtGrad on e: z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x).
+// Inputs: y, dy. Output: z.
+func SqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSqrtGrad, nil, y, dy)
+}
+
+// TanhGrad applies TanhGrad on e: z = dy * (1 - y^2), the gradient of y = tanh(x).
+// Inputs: y, dy. Output: z.
+func TanhGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpTanhGrad, nil, y, dy)
+}
+
+// FakeQuantWithMinMaxVarsGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsGradient in its gradients input, d_gradients = d_backprops inside the nudged range, d_min below it, d_max above it (the gradient op's gradient).
+// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
+func FakeQuantWithMinMaxVarsGradientAdjoint(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
+}
+
+// FakeQuantWithMinMaxVarsPerChannelGradientAdjoint applies tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint on e: goes beyond TensorFlow: the adjoint of FakeQuantWithMinMaxVarsPerChannelGradient in its gradients input, d_gradients = d_backprops inside the channel's nudged range, d_min[c] below it, d_max[c] above it (the gradient op's gradient).
+// Inputs: d_backprops, d_min, d_max, inputs, min, max. Output: d_gradients.
+func FakeQuantWithMinMaxVarsPerChannelGradientAdjoint(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], dBackprops registry.Value, dMin registry.Value, dMax registry.Value, inputs registry.Value, min registry.Value, max registry.Value) registry.Value {
+	return registry.Apply1(e, OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint, attrs.Boxed(), dBackprops, dMin, dMax, inputs, min, max)
 }
 
 // FractionalAvgPoolWithSequences applies tapegrad.FractionalAvgPoolWithSequences on e: average pooling (NHWC) over the cells of given int64 row and column pooling sequences; the adjoint of FractionalAvgPoolGrad (tapegrad op, beyond TensorFlow).

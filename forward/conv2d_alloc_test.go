@@ -87,7 +87,14 @@ func TestConv2DAllocations(t *testing.T) {
 	const loops, ownPerLoop = 2, 2
 	bound := loops*(ownPerLoop+perLoop) + 1
 	for _, c := range calls {
-		if got := convMallocsPerCall(5, runner(c, 2)); got > bound {
+		// The least of three measurements: a worker's start-up allocates
+		// depending on timing (a loaded machine saw 5.4 against 5 once).
+		run := runner(c, 2)
+		got := convMallocsPerCall(5, run)
+		for range 2 {
+			got = min(got, convMallocsPerCall(5, run))
+		}
+		if got > bound {
 			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v", c.name, got, bound)
 		}
 	}
