@@ -16,7 +16,7 @@ import (
 	_ "github.com/tapegrad/tapegrad/autodiff" // registers every op, the gradient ops of package backward included
 )
 
-// The float32-vs-float64 differential test (DESIGN §7 item 4b): float64
+// The float32-vs-float64 differential test (docs/ARCHITECTURE.md, validation): float64
 // gradient checks never run the float32 kernels (nor their assembly
 // paths), so every op with float32 and float64 kernels and a Samples
 // generator runs each sample twice, on the same float32-representable
@@ -199,7 +199,7 @@ func TestFloat32VsFloat64(t *testing.T) {
 	}
 }
 
-// TestThreadCountInvariance checks DESIGN §2's determinism promise on the
+// TestThreadCountInvariance checks the determinism promise (docs/ARCHITECTURE.md) on the
 // same samples: float64 results are bit-identical for 1 and 4 threads.
 func TestThreadCountInvariance(t *testing.T) {
 	for _, def := range differentialOps(t) {

@@ -9,7 +9,7 @@ import (
 )
 
 // Fake-quantisation family, bit-exact with TensorFlow's float32 CPU
-// kernels (spec/fake_quant.md):
+// kernels (docs/spec/fake_quant.md):
 //
 //   - FakeQuantWithMinMaxArgs(inputs), range from attrs;
 //   - FakeQuantWithMinMaxVars(inputs, min, max), scalar range;

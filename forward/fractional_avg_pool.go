@@ -7,7 +7,7 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// FractionalAvgPool (spec/fractional_avg_pool.md): average pooling over a
+// FractionalAvgPool (docs/spec/fractional_avg_pool.md): average pooling over a
 // random grid of cells, with the family's attrs, sequence drawing and
 // checks of fractional_pool_seq.go. Its gradient op FractionalAvgPoolGrad
 // is registered in package backward.

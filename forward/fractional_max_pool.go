@@ -7,7 +7,7 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// FractionalMaxPool (spec/fractional_avg_pool.md): max pooling over a
+// FractionalMaxPool (docs/spec/fractional_avg_pool.md): max pooling over a
 // random grid of cells, with the family's attrs, sequence drawing and
 // checks of fractional_pool_seq.go. Its gradient op FractionalMaxPoolGrad
 // is registered in package backward.

@@ -10,7 +10,7 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Fractional pooling family (spec/fractional_avg_pool.md; Graham,
+// Fractional pooling family (docs/spec/fractional_avg_pool.md; Graham,
 // "Fractional Max-Pooling", arXiv:1412.6071), NHWC only:
 //
 //   - FractionalAvgPool(value) -> (output, row_pooling_sequence,

@@ -13,7 +13,7 @@ import (
 
 // FusedBatchNorm family: FusedBatchNorm and FusedBatchNormV3, with
 // TensorFlow's names, argument order, attributes, validation and
-// CPU-kernel outputs (spec/fused_batch_norm.md). Their gradient ops,
+// CPU-kernel outputs (docs/spec/fused_batch_norm.md). Their gradient ops,
 // FusedBatchNormGrad and FusedBatchNormGradV3, are registered in package
 // backward, which shares the attrs and input checks of this file.
 //

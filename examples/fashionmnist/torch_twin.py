@@ -18,7 +18,7 @@ Batch norm: eps 1e-3, momentum 0.1 (PyTorch convention; = TF momentum 0.9,
   exponential_avg_factor 0.1).
 Adam (lr, betas 0.9/0.999, eps 1e-7 as Keras), cosine schedule over all steps.
 PyTorch has no fractional average pool: it is written with averaging matrices
-(as perf/bench_torch.py does), with TF's pseudo-random sequence formula.
+(as cmd/bench/torch/bench_torch.py does), with TF's pseudo-random sequence formula.
 """
 import argparse, gzip, math, random, struct, time
 import torch

@@ -22,7 +22,7 @@ func QuantRange(numBits int, narrow bool) (qmin, qmax int) {
 func floor[T tensorx.Float](v T) T { return T(math.Floor(float64(v))) }
 
 // Nudge returns the nudged grid of [lo, hi] = [min, max] on the integer
-// grid [qmin, qmax] (spec/fake_quant.md §2), every operation rounded to T:
+// grid [qmin, qmax] (docs/spec/fake_quant.md §2), every operation rounded to T:
 //
 //	scale = (hi − lo)/(qmax − qmin), Inv = (qmax − qmin)/(hi − lo)
 //	zp    = qmin − lo/scale, clamped to [qmin, qmax] and rounded half away

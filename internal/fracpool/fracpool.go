@@ -2,7 +2,7 @@
 // (forward.FractionalAvgPool and FractionalMaxPool, their gradient ops
 // FractionalAvgPoolGrad and FractionalMaxPoolGrad, and tapegrad's
 // FractionalAvgPoolWithSequences and FractionalMaxPoolGradGrad; see
-// spec/fractional_avg_pool.md): the pooling sequences drawn as
+// docs/spec/fractional_avg_pool.md): the pooling sequences drawn as
 // TensorFlow's kernels draw them, and the pooling and gradient loops over
 // NHWC data, for float32, float64, int32 and int64 elements.
 //

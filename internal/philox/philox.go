@@ -15,7 +15,7 @@
 //     [0, 1) built from two 32-bit samples (SimplePhilox::RandDouble).
 //
 // The package is written from the published algorithm and the behaviour
-// described in spec/fractional_avg_pool.md §6; it is verified against the
+// described in docs/spec/fractional_avg_pool.md §6; it is verified against the
 // Random123 known-answer vectors.
 package philox
 

@@ -76,7 +76,7 @@ func TestSeeding(t *testing.T) {
 }
 
 // TestSpecTrace checks the first block of the generator seeded (1, 2)
-// against the cross-check trace of spec/fractional_avg_pool.md §6.
+// against the cross-check trace of docs/spec/fractional_avg_pool.md §6.
 func TestSpecTrace(t *testing.T) {
 	g := New(1, 2)
 	s := NewSingle(g)

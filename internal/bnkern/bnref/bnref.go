@@ -1,5 +1,5 @@
 // Package bnref holds naive float64 references of the FusedBatchNorm ops,
-// written from the spec (spec/fused_batch_norm.md), and the shape grid
+// written from the spec (docs/spec/fused_batch_norm.md), and the shape grid
 // their tests share (the forward ops' tests in package forward, the
 // gradient ops' in package backward).
 package bnref

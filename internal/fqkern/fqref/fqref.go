@@ -1,6 +1,6 @@
 // Package fqref holds what the fake-quant family's tests and gradient-sweep
 // samples share between packages forward and backward: an independent
-// emulation of spec/fake_quant.md (every operation in float64, rounded to
+// emulation of docs/spec/fake_quant.md (every operation in float64, rounded to
 // float32 where the spec is float32), random ranges and inputs around
 // them, and the sample layouts of the gradient sweep (ranges of every
 // kind with inputs kept away from the nudged bounds).
