@@ -226,7 +226,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 		if upstream != nil && upstream[i].t != nil {
 			seed = upstream[i]
 		} else {
-			seed = t.applyDef(opOnesLike.def(), nil, []Value{tv}, false, "backward", nil)[0]
+			seed = t.applyDef(opOnesLike, nil, []Value{tv}, false, "backward", nil)[0]
 		}
 		if t.err != nil {
 			return nil, t.err
@@ -295,7 +295,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	for i, s := range sources {
 		g, ok := t.sumGrads(e, s.id)
 		if !ok {
-			g = t.applyDef(opZerosLike.def(), nil, []Value{s}, false, "backward", nil)[0]
+			g = t.applyDef(opZerosLike, nil, []Value{s}, false, "backward", nil)[0]
 		}
 		res[i], _ = unbox(g)
 		// A source listed twice gets the same gradient.
@@ -325,7 +325,7 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 	}
 	t.sumBuf = in
 	var out [1]Value
-	s := t.applyDef(opAddN.def(), nil, in, e.record, "backward", out[:0])[0]
+	s := t.applyDef(opAddN, nil, in, e.record, "backward", out[:0])[0]
 	t.acc[id] = append(t.acc[id][:0], s.id)
 	return t.box(s), true
 }

@@ -1,35 +1,25 @@
 package autodiff
 
 import (
-	"sync"
-
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// opRef looks an op up once, on first use (ops are registered in package
-// initialisation, before any tape runs).
-type opRef struct {
-	name string
-	once sync.Once
-	d    *registry.OpDef
-}
-
-func ref(name string) *opRef { return &opRef{name: name} }
-
-func (r *opRef) def() *registry.OpDef {
-	r.once.Do(func() {
-		d, err := registry.Lookup(r.name)
-		if err != nil {
-			panic("autodiff: built-in op " + r.name + " is not registered: " + err.Error())
-		}
-		r.d = d
-	})
-	return r.d
-}
-
+// The ops the tape applies itself in the backward pass (the seed
+// gradient, zero gradients and the sum of gradient contributions), looked
+// up once: package forward registers them in its initialisation, which
+// runs before this package's.
 var (
-	opOnesLike  = ref(forward.OpOnesLike)
-	opZerosLike = ref(forward.OpZerosLike)
-	opAddN      = ref(forward.OpAddN)
+	opOnesLike  = builtinOp(forward.OpOnesLike)
+	opZerosLike = builtinOp(forward.OpZerosLike)
+	opAddN      = builtinOp(forward.OpAddN)
 )
+
+// builtinOp returns the definition of the registered op name.
+func builtinOp(name string) *registry.OpDef {
+	d, err := registry.Lookup(name)
+	if err != nil {
+		panic("autodiff: built-in op " + name + " is not registered: " + err.Error())
+	}
+	return d
+}

@@ -1,8 +1,7 @@
 package autodiff
 
 import (
-	"math"
-
+	"github.com/tapegrad/tapegrad/backward"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/registry"
 )
@@ -15,62 +14,17 @@ import (
 // tape. Beyond TensorFlow's kernels, dilations and unequal row/column
 // strides are supported in all three ops.
 
-var (
-	opDepthwiseConv2dNative               = ref("DepthwiseConv2dNative")
-	opDepthwiseConv2dNativeBackpropInput  = ref("DepthwiseConv2dNativeBackpropInput")
-	opDepthwiseConv2dNativeBackpropFilter = ref("DepthwiseConv2dNativeBackpropFilter")
-)
-
-// dwTapeOf returns the tape of the first argument that has one, or nil.
-func dwTapeOf(vs ...Value) *Tape {
-	for _, v := range vs {
-		if v.t != nil {
-			return v.t
-		}
-	}
-	return nil
-}
-
-// dwApply applies an op of the family. For sizesAt >= 0, sizes becomes an
-// int32 constant inserted as input sizesAt. If no argument has a tape there
-// is nowhere to record an error, and the result is the zero Value, whose
-// Err reports it as invalid.
-func dwApply(r *opRef, attrs forward.DepthwiseConv2dAttrs, sizes []int, sizesAt int, vs ...Value) Value {
-	t := dwTapeOf(vs...)
-	if t == nil {
-		return Value{}
-	}
-	def := r.def()
-	if sizesAt < 0 {
-		return t.apply1(def, attrs, vs...)
-	}
-	if t.err != nil {
-		return t.poison()
-	}
-	if sizes == nil {
-		// An empty int32 vector, which the op rejects with its own message.
-		sizes = []int{}
-	}
-	for _, s := range sizes {
-		if s < math.MinInt32 || s > math.MaxInt32 {
-			t.fail(r.name, sizesAt, "forward", registry.Errorf(registry.ErrInvalidArgument, "%s: size %d does not fit the int32 %s input", r.name, s, def.Inputs[sizesAt].Name))
-			return t.poison()
-		}
-	}
-	var buf [3]Value
-	in := append(buf[:0], vs[:sizesAt]...)
-	in = append(in, t.Ints(sizes...))
-	in = append(in, vs[sizesAt:]...)
-	return t.apply1(def, attrs, in...)
-}
-
 // DepthwiseConv2D returns the depthwise 2-D cross-correlation of x (NHWC
 // [N,H,W,C], or NCHW with attrs.DataFormat "NCHW") with filter
 // [KH,KW,C,M], as TensorFlow's DepthwiseConv2dNative: output channel c·M+m
 // is input channel c filtered by filter[:,:,c,m]. attrs.Strides and
 // attrs.Padding ("SAME", "VALID" or "EXPLICIT") are required.
 func DepthwiseConv2D(x, filter Value, attrs forward.DepthwiseConv2dAttrs) Value {
-	return dwApply(opDepthwiseConv2dNative, attrs, nil, -1, x, filter)
+	t := tapeOf(x, filter)
+	if t == nil {
+		return Value{}
+	}
+	return ValueOf(forward.DepthwiseConv2dNative(t.Emitter(), registry.NewAttrs(attrs), t.box(x), t.box(filter)))
 }
 
 // DepthwiseConv2DBackpropInput returns the gradient of DepthwiseConv2D
@@ -78,7 +32,15 @@ func DepthwiseConv2D(x, filter Value, attrs forward.DepthwiseConv2dAttrs) Value 
 // format's order), given the filter and dy, the gradient of
 // DepthwiseConv2D's output. It is differentiable in filter and dy.
 func DepthwiseConv2DBackpropInput(inputSizes []int, filter, dy Value, attrs forward.DepthwiseConv2dAttrs) Value {
-	return dwApply(opDepthwiseConv2dNativeBackpropInput, attrs, inputSizes, 0, filter, dy)
+	t := tapeOf(filter, dy)
+	if t == nil {
+		return Value{}
+	}
+	sizes, ok := sizeInts(t, backward.OpDepthwiseConv2dNativeBackpropInput, 0, inputSizes)
+	if !ok {
+		return sizes
+	}
+	return ValueOf(backward.DepthwiseConv2dNativeBackpropInput(t.Emitter(), registry.NewAttrs(attrs), t.box(sizes), t.box(filter), t.box(dy)))
 }
 
 // DepthwiseConv2DBackpropFilter returns the gradient of DepthwiseConv2D
@@ -86,5 +48,13 @@ func DepthwiseConv2DBackpropInput(inputSizes []int, filter, dy Value, attrs forw
 // input x and dy, the gradient of DepthwiseConv2D's output. It is
 // differentiable in x and dy.
 func DepthwiseConv2DBackpropFilter(x Value, filterSizes []int, dy Value, attrs forward.DepthwiseConv2dAttrs) Value {
-	return dwApply(opDepthwiseConv2dNativeBackpropFilter, attrs, filterSizes, 1, x, dy)
+	t := tapeOf(x, dy)
+	if t == nil {
+		return Value{}
+	}
+	sizes, ok := sizeInts(t, backward.OpDepthwiseConv2dNativeBackpropFilter, 1, filterSizes)
+	if !ok {
+		return sizes
+	}
+	return ValueOf(backward.DepthwiseConv2dNativeBackpropFilter(t.Emitter(), registry.NewAttrs(attrs), t.box(x), t.box(sizes), t.box(dy)))
 }

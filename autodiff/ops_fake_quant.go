@@ -1,6 +1,10 @@
 package autodiff
 
-import "github.com/tapegrad/tapegrad/forward"
+import (
+	"github.com/tapegrad/tapegrad/backward"
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
 
 // Typed functions of the fake-quantisation family (TensorFlow's
 // FakeQuantWithMinMaxArgs, FakeQuantWithMinMaxVars,
@@ -15,62 +19,48 @@ import "github.com/tapegrad/tapegrad/forward"
 // the same algorithm in float64 arithmetic. See package forward for the
 // attrs (num_bits 2..16, default 8; narrow_range).
 
-var (
-	opFakeQuantArgs           = ref("FakeQuantWithMinMaxArgs")
-	opFakeQuantArgsGrad       = ref("FakeQuantWithMinMaxArgsGradient")
-	opFakeQuantVars           = ref("FakeQuantWithMinMaxVars")
-	opFakeQuantVarsGrad       = ref("FakeQuantWithMinMaxVarsGradient")
-	opFakeQuantPerChannel     = ref("FakeQuantWithMinMaxVarsPerChannel")
-	opFakeQuantPerChannelGrad = ref("FakeQuantWithMinMaxVarsPerChannelGradient")
-)
-
-// fqTapeOf returns the tape of the first argument that has one, or nil if
-// every argument is the zero Value.
-func fqTapeOf(vs ...Value) *Tape {
-	for _, v := range vs {
-		if v.t != nil {
-			return v.t
-		}
-	}
-	return nil
-}
-
-// fqApply1 applies a single-output op of the family on the tape of its
-// first valid argument. A zero Value, a value of another tape or a value
-// used after Reset is an error on that tape; if no argument has a tape
-// there is nowhere to record the error, and the result is the zero Value,
-// whose Err reports it as invalid.
-func fqApply1(r *opRef, attrs any, in ...Value) Value {
-	t := fqTapeOf(in...)
-	if t == nil {
-		return Value{}
-	}
-	return t.apply1(r.def(), attrs, in...)
-}
-
-// fqApply3 is fqApply1 for the three-output gradient ops.
-func fqApply3(r *opRef, attrs any, in ...Value) (Value, Value, Value) {
-	t := fqTapeOf(in...)
+// fqGrad applies one of the three-output gradient builders.
+func fqGrad(b func(registry.Emitter, registry.Attrs[forward.FakeQuantAttrs], registry.Value, registry.Value, registry.Value, registry.Value) []registry.Value,
+	gradients, x, lo, hi Value, attrs forward.FakeQuantAttrs) (dx, dlo, dhi Value) {
+	t := tapeOf(gradients, x, lo, hi)
 	if t == nil {
 		return Value{}, Value{}, Value{}
 	}
-	var buf [3]Value
-	out := t.applyDef(r.def(), attrs, in, !t.noGrad, "forward", buf[:0])
-	return out[0], out[1], out[2]
+	out := b(t.Emitter(), registry.NewAttrs(attrs), t.box(gradients), t.box(x), t.box(lo), t.box(hi))
+	return ValueOf(out[0]), ValueOf(out[1]), ValueOf(out[2])
+}
+
+// fqVars applies one of the builders of the forward ops with min and max
+// inputs.
+func fqVars(b func(registry.Emitter, registry.Attrs[forward.FakeQuantAttrs], registry.Value, registry.Value, registry.Value) registry.Value,
+	x, lo, hi Value, attrs forward.FakeQuantAttrs) Value {
+	t := tapeOf(x, lo, hi)
+	if t == nil {
+		return Value{}
+	}
+	return ValueOf(b(t.Emitter(), registry.NewAttrs(attrs), t.box(x), t.box(lo), t.box(hi)))
 }
 
 // FakeQuantArgs applies FakeQuantWithMinMaxArgs: x (any shape) snapped to
 // the num_bits grid of the attr range [Min, Max] (default [-6, 6]; Min <
 // Max is required), nudged so that 0 is on the grid, and clamped to it.
 func FakeQuantArgs(x Value, attrs forward.FakeQuantArgsAttrs) Value {
-	return fqApply1(opFakeQuantArgs, attrs, x)
+	t := x.t
+	if t == nil {
+		return Value{}
+	}
+	return ValueOf(forward.FakeQuantWithMinMaxArgs(t.Emitter(), registry.NewAttrs(attrs), t.box(x)))
 }
 
 // FakeQuantArgsGradient applies FakeQuantWithMinMaxArgsGradient: gradients
 // where the nudged range of attrs contains x (bounds included), else 0.
 // gradients and x have the same shape.
 func FakeQuantArgsGradient(gradients, x Value, attrs forward.FakeQuantArgsAttrs) Value {
-	return fqApply1(opFakeQuantArgsGrad, attrs, gradients, x)
+	t := tapeOf(gradients, x)
+	if t == nil {
+		return Value{}
+	}
+	return ValueOf(backward.FakeQuantWithMinMaxArgsGradient(t.Emitter(), registry.NewAttrs(attrs), t.box(gradients), t.box(x)))
 }
 
 // FakeQuantVars applies FakeQuantWithMinMaxVars: x (any shape) snapped to
@@ -79,7 +69,7 @@ func FakeQuantArgsGradient(gradients, x Value, attrs forward.FakeQuantArgsAttrs)
 // clamped to it; 0 everywhere if lo == hi == 0. Its gradient flows to x,
 // lo and hi.
 func FakeQuantVars(x, lo, hi Value, attrs forward.FakeQuantAttrs) Value {
-	return fqApply1(opFakeQuantVars, attrs, x, lo, hi)
+	return fqVars(forward.FakeQuantWithMinMaxVars, x, lo, hi, attrs)
 }
 
 // FakeQuantVarsGradient applies FakeQuantWithMinMaxVarsGradient: the
@@ -87,7 +77,7 @@ func FakeQuantVars(x, lo, hi Value, attrs forward.FakeQuantAttrs) Value {
 // (shape of x): dx = gradients inside the nudged range, dlo and dhi the
 // scalar sums of the gradients below and above it.
 func FakeQuantVarsGradient(gradients, x, lo, hi Value, attrs forward.FakeQuantAttrs) (dx, dlo, dhi Value) {
-	return fqApply3(opFakeQuantVarsGrad, attrs, gradients, x, lo, hi)
+	return fqGrad(backward.FakeQuantWithMinMaxVarsGradient, gradients, x, lo, hi, attrs)
 }
 
 // FakeQuantPerChannel applies FakeQuantWithMinMaxVarsPerChannel: x (rank
@@ -96,7 +86,7 @@ func FakeQuantVarsGradient(gradients, x, lo, hi Value, attrs forward.FakeQuantAt
 // [channels]), nudged so that 0 is on the grid, and clamped to it; 0 in
 // channels with lo[c] == hi[c] == 0. Its gradient flows to x, lo and hi.
 func FakeQuantPerChannel(x, lo, hi Value, attrs forward.FakeQuantAttrs) Value {
-	return fqApply1(opFakeQuantPerChannel, attrs, x, lo, hi)
+	return fqVars(forward.FakeQuantWithMinMaxVarsPerChannel, x, lo, hi, attrs)
 }
 
 // FakeQuantPerChannelGradient applies
@@ -105,5 +95,5 @@ func FakeQuantPerChannel(x, lo, hi Value, attrs forward.FakeQuantAttrs) Value {
 // rank 1..4): dx = gradients inside each channel's nudged range, dlo[c]
 // and dhi[c] the sums of channel c's gradients below and above it.
 func FakeQuantPerChannelGradient(gradients, x, lo, hi Value, attrs forward.FakeQuantAttrs) (dx, dlo, dhi Value) {
-	return fqApply3(opFakeQuantPerChannelGrad, attrs, gradients, x, lo, hi)
+	return fqGrad(backward.FakeQuantWithMinMaxVarsPerChannelGradient, gradients, x, lo, hi, attrs)
 }

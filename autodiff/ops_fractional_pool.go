@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"github.com/tapegrad/tapegrad/backward"
 	"github.com/tapegrad/tapegrad/forward"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
@@ -20,34 +21,33 @@ import (
 // sequences; non-zero seeds (attrs.Deterministic true) give TensorFlow's
 // sequences for those seeds on every call.
 
+// The attrs of the gradient and sequence ops, made once for each value
+// of overlapping.
 var (
-	opFractionalAvgPool              = ref("FractionalAvgPool")
-	opFractionalAvgPoolGrad          = ref("FractionalAvgPoolGrad")
-	opFractionalAvgPoolWithSequences = ref("tapegrad.FractionalAvgPoolWithSequences")
-	opFractionalMaxPool              = ref("FractionalMaxPool")
-	opFractionalMaxPoolGrad          = ref("FractionalMaxPoolGrad")
+	fpGrad        = registry.NewAttrs(forward.FractionalPoolGradAttrs{})
+	fpGradOverlap = registry.NewAttrs(forward.FractionalPoolGradAttrs{Overlapping: true})
+	fpSeq         = registry.NewAttrs(forward.FractionalPoolSeqAttrs{})
+	fpSeqOverlap  = registry.NewAttrs(forward.FractionalPoolSeqAttrs{Overlapping: true})
 )
 
-// fpTapeOf returns the tape of the first argument that has one, or nil.
-func fpTapeOf(vs ...Value) *Tape {
-	for _, v := range vs {
-		if v.t != nil {
-			return v.t
-		}
+// fpGradAttrs returns the attrs of FractionalAvgPoolGrad and
+// FractionalMaxPoolGrad.
+func fpGradAttrs(overlapping bool) registry.Attrs[forward.FractionalPoolGradAttrs] {
+	if overlapping {
+		return fpGradOverlap
 	}
-	return nil
+	return fpGrad
 }
 
-// fpApply applies an op of the family on the tape of its first valid
-// argument; with no tape anywhere there is nowhere to record the error,
-// and the results are zero Values, whose Err reports them as invalid.
-func fpApply(r *opRef, attrs any, in ...Value) []Value {
-	def := r.def()
-	t := fpTapeOf(in...)
+// fpPool applies FractionalAvgPool or FractionalMaxPool.
+func fpPool(b func(registry.Emitter, registry.Attrs[forward.FractionalPoolAttrs], registry.Value) []registry.Value,
+	x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq, colSeq Value) {
+	t := x.t
 	if t == nil {
-		return make([]Value, len(def.Outputs))
+		return Value{}, Value{}, Value{}
 	}
-	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
+	o := b(t.Emitter(), registry.NewAttrs(attrs), t.box(x))
+	return ValueOf(o[0]), ValueOf(o[1]), ValueOf(o[2])
 }
 
 // fpShape puts a shape on tape t as an int64 vector constant.
@@ -58,7 +58,7 @@ func fpShape(t *Tape, shape []int) Value {
 	}
 	d, err := tensorx.New([]int{len(s)}, s)
 	if err != nil {
-		t.fail(opFractionalAvgPoolGrad.name, 0, "forward", registry.Errorf(registry.ErrInvalidArgument, "%s: %v", opFractionalAvgPoolGrad.name, err))
+		t.fail(backward.OpFractionalAvgPoolGrad, 0, "forward", registry.Errorf(registry.ErrInvalidArgument, "%s: %v", backward.OpFractionalAvgPoolGrad, err))
 		return t.poison()
 	}
 	return t.Constant(d)
@@ -72,8 +72,7 @@ func fpShape(t *Tape, shape []int) Value {
 // output is differentiable with respect to x (floating dtypes); the
 // gradient uses the returned sequences.
 func FractionalAvgPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq, colSeq Value) {
-	o := fpApply(opFractionalAvgPool, attrs, x)
-	return o[0], o[1], o[2]
+	return fpPool(forward.FractionalAvgPool, x, attrs)
 }
 
 // FractionalAvgPoolGrad applies TensorFlow's FractionalAvgPoolGrad: the
@@ -83,7 +82,7 @@ func FractionalAvgPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq,
 // uniformly over its cell. It is differentiable with respect to dy (beyond
 // TensorFlow, which registers no gradient for it).
 func FractionalAvgPoolGrad(origShape []int, dy, rowSeq, colSeq Value, overlapping bool) Value {
-	t := fpTapeOf(dy, rowSeq, colSeq)
+	t := tapeOf(dy, rowSeq, colSeq)
 	if t == nil {
 		return Value{}
 	}
@@ -91,8 +90,7 @@ func FractionalAvgPoolGrad(origShape []int, dy, rowSeq, colSeq Value, overlappin
 		return t.poison()
 	}
 	s := fpShape(t, origShape)
-	return t.applyDef(opFractionalAvgPoolGrad.def(), forward.FractionalPoolGradAttrs{Overlapping: overlapping},
-		[]Value{s, dy, rowSeq, colSeq}, !t.noGrad, "forward", nil)[0]
+	return ValueOf(backward.FractionalAvgPoolGrad(t.Emitter(), fpGradAttrs(overlapping), t.box(s), t.box(dy), t.box(rowSeq), t.box(colSeq)))
 }
 
 // FractionalAvgPoolWithSequences averages x [N,H,W,C] over the cells of
@@ -102,7 +100,15 @@ func FractionalAvgPoolGrad(origShape []int, dy, rowSeq, colSeq Value, overlappin
 // FractionalAvgPool returned, it pools another tensor over the same grid.
 // It is differentiable with respect to x.
 func FractionalAvgPoolWithSequences(x, rowSeq, colSeq Value, overlapping bool) Value {
-	return fpApply(opFractionalAvgPoolWithSequences, forward.FractionalPoolSeqAttrs{Overlapping: overlapping}, x, rowSeq, colSeq)[0]
+	t := tapeOf(x, rowSeq, colSeq)
+	if t == nil {
+		return Value{}
+	}
+	attrs := fpSeq
+	if overlapping {
+		attrs = fpSeqOverlap
+	}
+	return ValueOf(backward.FractionalAvgPoolWithSequences(t.Emitter(), attrs, t.box(x), t.box(rowSeq), t.box(colSeq)))
 }
 
 // FractionalMaxPool applies TensorFlow's FractionalMaxPool to x
@@ -111,8 +117,7 @@ func FractionalAvgPoolWithSequences(x, rowSeq, colSeq Value, overlapping bool) V
 // pooled output and the int64 row and column pooling sequences. The
 // gradient goes to the first maximum of each cell in row-major order.
 func FractionalMaxPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq, colSeq Value) {
-	o := fpApply(opFractionalMaxPool, attrs, x)
-	return o[0], o[1], o[2]
+	return fpPool(forward.FractionalMaxPool, x, attrs)
 }
 
 // FractionalMaxPoolGrad applies TensorFlow's FractionalMaxPoolGrad: the
@@ -122,6 +127,10 @@ func FractionalMaxPool(x Value, attrs forward.FractionalPoolAttrs) (out, rowSeq,
 // differentiable with respect to dy; origInput and origOutput get zero
 // gradient.
 func FractionalMaxPoolGrad(origInput, origOutput, dy, rowSeq, colSeq Value, overlapping bool) Value {
-	return fpApply(opFractionalMaxPoolGrad, forward.FractionalPoolGradAttrs{Overlapping: overlapping},
-		origInput, origOutput, dy, rowSeq, colSeq)[0]
+	t := tapeOf(origInput, origOutput, dy, rowSeq, colSeq)
+	if t == nil {
+		return Value{}
+	}
+	return ValueOf(backward.FractionalMaxPoolGrad(t.Emitter(), fpGradAttrs(overlapping),
+		t.box(origInput), t.box(origOutput), t.box(dy), t.box(rowSeq), t.box(colSeq)))
 }

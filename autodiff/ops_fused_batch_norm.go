@@ -1,6 +1,10 @@
 package autodiff
 
-import "github.com/tapegrad/tapegrad/forward"
+import (
+	"github.com/tapegrad/tapegrad/backward"
+	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/registry"
+)
 
 // Typed functions of the FusedBatchNorm family (TensorFlow's
 // FusedBatchNorm, FusedBatchNormV3, FusedBatchNormGrad and
@@ -9,13 +13,6 @@ import "github.com/tapegrad/tapegrad/forward"
 // tape of its first Value argument that has one; a zero Value or values of
 // two tapes are an error on that tape, and the results are then poisoned
 // Values that report it.
-
-var (
-	opFusedBatchNorm       = ref("FusedBatchNorm")
-	opFusedBatchNormV3     = ref("FusedBatchNormV3")
-	opFusedBatchNormGrad   = ref("FusedBatchNormGrad")
-	opFusedBatchNormGradV3 = ref("FusedBatchNormGradV3")
-)
 
 // BatchNormOutputs are the outputs of FusedBatchNorm and FusedBatchNormV3,
 // in TensorFlow's order.
@@ -37,34 +34,23 @@ type BatchNormOutputs struct {
 	ReserveSpace3 Value
 }
 
-// bnTapeOf returns the tape of the first argument that has one, or nil.
-func bnTapeOf(vs ...Value) *Tape {
-	for _, v := range vs {
-		if v.t != nil {
-			return v.t
-		}
-	}
-	return nil
-}
-
-// bnApply applies an op of the family on the tape of its first valid
-// argument and returns all its outputs (zero Values if no argument has a
-// tape: there is nowhere to record the error, and the zero Values report
-// themselves as invalid).
-func bnApply(r *opRef, attrs any, in ...Value) []Value {
-	def := r.def()
-	t := bnTapeOf(in...)
+// bnForward applies FusedBatchNorm or FusedBatchNormV3.
+func bnForward(b func(registry.Emitter, registry.Attrs[forward.FusedBatchNormAttrs], registry.Value, registry.Value, registry.Value, registry.Value, registry.Value) []registry.Value,
+	x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormAttrs) BatchNormOutputs {
+	t := tapeOf(x, scale, offset, mean, variance)
 	if t == nil {
-		return make([]Value, len(def.Outputs))
+		return BatchNormOutputs{}
 	}
-	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
-}
-
-// bnOutputs collects the forward ops' outputs.
-func bnOutputs(out []Value) BatchNormOutputs {
-	o := BatchNormOutputs{Y: out[0], BatchMean: out[1], BatchVariance: out[2], ReserveSpace1: out[3], ReserveSpace2: out[4]}
+	out := b(t.Emitter(), registry.NewAttrs(attrs), t.box(x), t.box(scale), t.box(offset), t.box(mean), t.box(variance))
+	o := BatchNormOutputs{
+		Y:             ValueOf(out[0]),
+		BatchMean:     ValueOf(out[1]),
+		BatchVariance: ValueOf(out[2]),
+		ReserveSpace1: ValueOf(out[3]),
+		ReserveSpace2: ValueOf(out[4]),
+	}
 	if len(out) > 5 {
-		o.ReserveSpace3 = out[5]
+		o.ReserveSpace3 = ValueOf(out[5])
 	}
 	return o
 }
@@ -83,13 +69,13 @@ func bnOutputs(out []Value) BatchNormOutputs {
 // offset through Y, as TensorFlow's gradient: gradients flowing into the
 // statistics outputs are dropped, and mean and variance get none.
 func FusedBatchNormV3(x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormAttrs) BatchNormOutputs {
-	return bnOutputs(bnApply(opFusedBatchNormV3, attrs, x, scale, offset, mean, variance))
+	return bnForward(forward.FusedBatchNormV3, x, scale, offset, mean, variance, attrs)
 }
 
 // FusedBatchNorm applies TensorFlow's FusedBatchNorm (4-D x only, no
 // ReserveSpace3); otherwise as FusedBatchNormV3.
 func FusedBatchNorm(x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormAttrs) BatchNormOutputs {
-	return bnOutputs(bnApply(opFusedBatchNorm, attrs, x, scale, offset, mean, variance))
+	return bnForward(forward.FusedBatchNorm, x, scale, offset, mean, variance, attrs)
 }
 
 // FusedBatchNormGradV3 applies TensorFlow's FusedBatchNormGradV3: the
@@ -100,13 +86,23 @@ func FusedBatchNorm(x, scale, offset, mean, variance Value, attrs forward.FusedB
 // (TensorFlow's second-order gradient, which in training treats the
 // reserve spaces as the statistics of x).
 func FusedBatchNormGradV3(yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3 Value, attrs forward.FusedBatchNormGradAttrs) (xBackprop, scaleBackprop, offsetBackprop Value) {
-	out := bnApply(opFusedBatchNormGradV3, attrs, yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
-	return out[0], out[1], out[2]
+	t := tapeOf(yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+	if t == nil {
+		return Value{}, Value{}, Value{}
+	}
+	out := backward.FusedBatchNormGradV3(t.Emitter(), registry.NewAttrs(attrs),
+		t.box(yBackprop), t.box(x), t.box(scale), t.box(reserveSpace1), t.box(reserveSpace2), t.box(reserveSpace3))
+	return ValueOf(out[0]), ValueOf(out[1]), ValueOf(out[2])
 }
 
 // FusedBatchNormGrad applies TensorFlow's FusedBatchNormGrad (4-D only);
 // otherwise as FusedBatchNormGradV3.
 func FusedBatchNormGrad(yBackprop, x, scale, reserveSpace1, reserveSpace2 Value, attrs forward.FusedBatchNormGradAttrs) (xBackprop, scaleBackprop, offsetBackprop Value) {
-	out := bnApply(opFusedBatchNormGrad, attrs, yBackprop, x, scale, reserveSpace1, reserveSpace2)
-	return out[0], out[1], out[2]
+	t := tapeOf(yBackprop, x, scale, reserveSpace1, reserveSpace2)
+	if t == nil {
+		return Value{}, Value{}, Value{}
+	}
+	out := backward.FusedBatchNormGrad(t.Emitter(), registry.NewAttrs(attrs),
+		t.box(yBackprop), t.box(x), t.box(scale), t.box(reserveSpace1), t.box(reserveSpace2))
+	return ValueOf(out[0]), ValueOf(out[1]), ValueOf(out[2])
 }

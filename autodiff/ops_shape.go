@@ -2,7 +2,6 @@ package autodiff
 
 import (
 	"math"
-	"strconv"
 
 	"gorgonia.org/tensor"
 
@@ -21,12 +20,8 @@ import (
 func shpInts(t *Tape, op string, at int, ints []int) (Value, bool) {
 	for _, v := range ints {
 		if v < math.MinInt32 || v > math.MaxInt32 {
-			input := "#" + strconv.Itoa(at)
-			if def, err := registry.Lookup(op); err == nil && at < len(def.Inputs) {
-				input = def.Inputs[at].Name
-			}
 			t.fail(op, at, "forward", registry.Errorf(registry.ErrInvalidArgument,
-				"%s: %d does not fit the int32 %s input", op, v, input))
+				"%s: %d does not fit the int32 %s input", op, v, inputName(op, at)))
 			return t.poison(), false
 		}
 	}

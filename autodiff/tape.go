@@ -363,14 +363,6 @@ func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool,
 	return out
 }
 
-// apply1 runs def and returns its first output, without allocating.
-func (t *Tape) apply1(def *registry.OpDef, attrs any, in ...Value) Value {
-	if t.err != nil || !t.run(def, attrs, in, !t.noGrad, "forward") {
-		return t.poison()
-	}
-	return Value{t: t, id: int32(len(t.vals) - len(def.Outputs)), gen: t.gen}
-}
-
 // run executes def and appends its outputs to t.vals (the last
 // len(def.Outputs) values), recording a node if needed. It reports
 // failure on the tape and returns false.

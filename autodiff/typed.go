@@ -1,6 +1,11 @@
 package autodiff
 
-import "github.com/tapegrad/tapegrad/registry"
+import (
+	"math"
+	"strconv"
+
+	"github.com/tapegrad/tapegrad/registry"
+)
 
 // The typed op functions of this package apply the typed builders of
 // packages forward and backward on the tape of their Value arguments.
@@ -50,4 +55,27 @@ func (t *Tape) valuesOfRefs(rs []registry.Value) []Value {
 		out[i] = ValueOf(r)
 	}
 	return out
+}
+
+// inputName returns the name of input at of the op named op, or "#at" if
+// the op or the input is unknown.
+func inputName(op string, at int) string {
+	if def, err := registry.Lookup(op); err == nil && at >= 0 && at < len(def.Inputs) {
+		return def.Inputs[at].Name
+	}
+	return "#" + strconv.Itoa(at)
+}
+
+// sizeInts puts sizes on t as an int32 vector for input at of op (a nil
+// sizes is an empty vector, which the op rejects with its own message),
+// or records an error for a size that does not fit in int32.
+func sizeInts(t *Tape, op string, at int, sizes []int) (Value, bool) {
+	for _, s := range sizes {
+		if s < math.MinInt32 || s > math.MaxInt32 {
+			t.fail(op, at, "forward", registry.Errorf(registry.ErrInvalidArgument,
+				"%s: size %d does not fit the int32 %s input", op, s, inputName(op, at)))
+			return t.poison(), false
+		}
+	}
+	return t.Ints(sizes...), true
 }
