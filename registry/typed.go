@@ -23,14 +23,15 @@ type Attrs[A any] struct {
 // NewAttrs returns a with TensorFlow's defaults filled into its unset
 // fields (see the tag grammar on OpDef.Attrs).
 func NewAttrs[A any](a A) Attrs[A] {
-	rv := reflect.ValueOf(a)
+	var boxed any = a // boxed once: kept as is when no default is missing
+	rv := reflect.ValueOf(boxed)
 	if rv.Kind() != reflect.Struct {
-		return Attrs[A]{v: a}
+		return Attrs[A]{v: boxed}
 	}
 	s, err := specFor(rv.Type())
 	if err != nil || s.plain || !s.needsDefault(rv) {
 		// A malformed attr type is reported by the op it is applied to.
-		return Attrs[A]{v: a}
+		return Attrs[A]{v: boxed}
 	}
 	v := reflect.New(s.typ).Elem()
 	v.Set(rv)
