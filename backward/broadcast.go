@@ -35,7 +35,7 @@ func sumToShape(e registry.Emitter, g registry.Value, shape []int) registry.Valu
 	}
 	s := g
 	if len(axes) > 0 {
-		// nil attrs: Sum's defaults (keep_dims false).
+		// sumAttrs: Sum's defaults (keep_dims false).
 		s = forward.Sum(e, sumAttrs, g, e.Ints(axes...))
 		if bcSameShape(kept, shape) {
 			return s

@@ -40,7 +40,7 @@ import (
 
 func init() {
 	registry.MustRegister(&registry.OpDef{
-		Name: "Conv2DBackpropInput",
+		Name: OpConv2DBackpropInput,
 		Doc: "gradient of Conv2D with respect to its input: input_sizes (int32/int64, 4 values or [H, W]), " +
 			"filter, out_backprop",
 		Inputs:    []registry.Arg{{Name: "input_sizes"}, {Name: "filter"}, {Name: "out_backprop"}},
@@ -54,7 +54,7 @@ func init() {
 		Samples: forward.Conv2DBackpropInputSamples,
 	})
 	registry.MustRegister(&registry.OpDef{
-		Name: "Conv2DBackpropFilter",
+		Name: OpConv2DBackpropFilter,
 		Doc: "gradient of Conv2D with respect to its filter: input, filter_sizes (int32/int64, 4 values), " +
 			"out_backprop",
 		Inputs:  []registry.Arg{{Name: "input"}, {Name: "filter_sizes"}, {Name: "out_backprop"}},
@@ -70,7 +70,7 @@ func init() {
 }
 
 func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	const op = "Conv2DBackpropInput"
+	const op = OpConv2DBackpropInput
 	win, err := forward.ParseConv2DWindow(op, attrs, registry.ErrUnimplemented)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 }
 
 func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	const op = "Conv2DBackpropFilter"
+	const op = OpConv2DBackpropFilter
 	win, err := forward.ParseConv2DWindow(op, attrs, registry.ErrInvalidArgument)
 	if err != nil {
 		return nil, err
@@ -252,22 +252,37 @@ func conv2DBackpropFilter[T tensorx.Float](kc *registry.KernelCtx, g *forward.Co
 	return nil
 }
 
-// convFamily names the three ops of a convolution family: the forward op
-// and its two backprops. Conv2D and DepthwiseConv2dNative register the
-// same gradient structure (backward/depthwise_conv2d.go uses it too).
-type convFamily struct{ fwd, input, filter string }
+// convFamily holds the three ops of a convolution family with attrs A:
+// the forward op and its two backprops, by name (to set their gradients)
+// and by typed builder (to apply them). Conv2D and DepthwiseConv2dNative
+// register the same gradient structure (backward/depthwise_conv2d.go uses
+// it too).
+type convFamily[A any] struct {
+	fwdOp, inputOp, filterOp string
 
-var conv2DFamily = convFamily{"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
+	fwd    func(e registry.Emitter, attrs registry.Attrs[A], input, filter registry.Value) registry.Value
+	input  func(e registry.Emitter, attrs registry.Attrs[A], inputSizes, filter, outBackprop registry.Value) registry.Value
+	filter func(e registry.Emitter, attrs registry.Attrs[A], input, filterSizes, outBackprop registry.Value) registry.Value
+}
 
-func (c convFamily) register() {
-	registry.MustSetGradient(c.fwd, c.fwdGrad)
-	registry.MustSetGradient(c.input, c.inputGrad)
-	registry.MustSetGradient(c.filter, c.filterGrad)
+var conv2DFamily = convFamily[forward.Conv2DAttrs]{
+	fwdOp:    forward.OpConv2D,
+	inputOp:  OpConv2DBackpropInput,
+	filterOp: OpConv2DBackpropFilter,
+	fwd:      forward.Conv2D,
+	input:    Conv2DBackpropInput,
+	filter:   Conv2DBackpropFilter,
+}
+
+func (c convFamily[A]) register() {
+	registry.MustSetGradient(c.fwdOp, c.fwdGrad)
+	registry.MustSetGradient(c.inputOp, c.inputGrad)
+	registry.MustSetGradient(c.filterOp, c.filterGrad)
 }
 
 // fwdGrad: F(x, f) with upstream g gives
 // dx = Input(shape(x), f, g), df = Filter(x, shape(f), g).
-func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+func (c convFamily[A]) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := e.Values(2)
 	g := dy[0]
 	if g == nil {
@@ -276,17 +291,17 @@ func (c convFamily) fwdGrad(e registry.Emitter, n registry.Node, dy []registry.V
 	in := n.Inputs()
 	x, f := in[0], in[1]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, c.input, n.Attrs(), e.Ints(x.Shape()...), f, g)
+		out[0] = c.input(e, registry.NodeAttrs[A](n), e.Ints(x.Shape()...), f, g)
 	}
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, c.filter, n.Attrs(), x, e.Ints(f.Shape()...), g)
+		out[1] = c.filter(e, registry.NodeAttrs[A](n), x, e.Ints(f.Shape()...), g)
 	}
 	return out, nil
 }
 
 // inputGrad: Input(sizes, f, d) with upstream g (input-shaped) gives
 // [nil, Filter(g, shape(f), d), F(g, f)].
-func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+func (c convFamily[A]) inputGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := e.Values(3)
 	g := dy[0]
 	if g == nil {
@@ -295,17 +310,17 @@ func (c convFamily) inputGrad(e registry.Emitter, n registry.Node, dy []registry
 	in := n.Inputs()
 	f, d := in[1], in[2]
 	if n.NeedsGrad(1) {
-		out[1] = op1(e, c.filter, n.Attrs(), g, e.Ints(f.Shape()...), d)
+		out[1] = c.filter(e, registry.NodeAttrs[A](n), g, e.Ints(f.Shape()...), d)
 	}
 	if n.NeedsGrad(2) {
-		out[2] = op1(e, c.fwd, n.Attrs(), g, f)
+		out[2] = c.fwd(e, registry.NodeAttrs[A](n), g, f)
 	}
 	return out, nil
 }
 
 // filterGrad: Filter(x, sizes, d) with upstream g (filter-shaped) gives
 // [Input(shape(x), g, d), nil, F(x, g)].
-func (c convFamily) filterGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+func (c convFamily[A]) filterGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	out := e.Values(3)
 	g := dy[0]
 	if g == nil {
@@ -314,10 +329,10 @@ func (c convFamily) filterGrad(e registry.Emitter, n registry.Node, dy []registr
 	in := n.Inputs()
 	x, d := in[0], in[2]
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, c.input, n.Attrs(), e.Ints(x.Shape()...), g, d)
+		out[0] = c.input(e, registry.NodeAttrs[A](n), e.Ints(x.Shape()...), g, d)
 	}
 	if n.NeedsGrad(2) {
-		out[2] = op1(e, c.fwd, n.Attrs(), x, g)
+		out[2] = c.fwd(e, registry.NodeAttrs[A](n), x, g)
 	}
 	return out, nil
 }

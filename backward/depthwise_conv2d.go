@@ -35,7 +35,7 @@ import (
 
 func init() {
 	registry.MustRegister(&registry.OpDef{
-		Name: "DepthwiseConv2dNativeBackpropInput",
+		Name: OpDepthwiseConv2dNativeBackpropInput,
 		Doc: "gradient of DepthwiseConv2dNative with respect to its input: input_sizes (int32/int64, 4 values), " +
 			"filter, out_backprop",
 		Inputs:    []registry.Arg{{Name: "input_sizes"}, {Name: "filter"}, {Name: "out_backprop"}},
@@ -47,7 +47,7 @@ func init() {
 		Samples: func(r *rand.Rand) []registry.Sample { return forward.DepthwiseConv2dBackpropSamples(r, false) },
 	})
 	registry.MustRegister(&registry.OpDef{
-		Name: "DepthwiseConv2dNativeBackpropFilter",
+		Name: OpDepthwiseConv2dNativeBackpropFilter,
 		Doc: "gradient of DepthwiseConv2dNative with respect to its filter: input, filter_sizes (int32/int64, 4 values), " +
 			"out_backprop",
 		Inputs:  []registry.Arg{{Name: "input"}, {Name: "filter_sizes"}, {Name: "out_backprop"}},
@@ -57,11 +57,18 @@ func init() {
 			tensor.Float32: dwBackpropFilterKernel[float32], tensor.Float64: dwBackpropFilterKernel[float64]},
 		Samples: func(r *rand.Rand) []registry.Sample { return forward.DepthwiseConv2dBackpropSamples(r, true) },
 	})
-	convFamily{"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}.register()
+	convFamily[forward.DepthwiseConv2dAttrs]{
+		fwdOp:    forward.OpDepthwiseConv2dNative,
+		inputOp:  OpDepthwiseConv2dNativeBackpropInput,
+		filterOp: OpDepthwiseConv2dNativeBackpropFilter,
+		fwd:      forward.DepthwiseConv2dNative,
+		input:    DepthwiseConv2dNativeBackpropInput,
+		filter:   DepthwiseConv2dNativeBackpropFilter,
+	}.register()
 }
 
 func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	const op = "DepthwiseConv2dNativeBackpropInput"
+	const op = OpDepthwiseConv2dNativeBackpropInput
 	win, err := forward.ParseDepthwiseConv2dWindow(op, attrs)
 	if err != nil {
 		return nil, err
@@ -100,7 +107,7 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 }
 
 func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	const op = "DepthwiseConv2dNativeBackpropFilter"
+	const op = OpDepthwiseConv2dNativeBackpropFilter
 	win, err := forward.ParseDepthwiseConv2dWindow(op, attrs)
 	if err != nil {
 		return nil, err

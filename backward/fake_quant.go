@@ -56,13 +56,13 @@ import (
 //     everywhere, as TensorFlow's straight-through view implies, and is
 //     returned as ZerosLike.
 
-// Op names of the family's gradient ops.
+// Short names of the family's gradient ops.
 const (
-	fqArgsGrad    = "FakeQuantWithMinMaxArgsGradient"
-	fqVarsGrad    = "FakeQuantWithMinMaxVarsGradient"
-	fqVarsAdj     = "tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"
-	fqChannelGrad = "FakeQuantWithMinMaxVarsPerChannelGradient"
-	fqChannelAdj  = "tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"
+	fqArgsGrad    = OpFakeQuantWithMinMaxArgsGradient
+	fqVarsGrad    = OpFakeQuantWithMinMaxVarsGradient
+	fqVarsAdj     = OpFakeQuantWithMinMaxVarsGradientAdjoint
+	fqChannelGrad = OpFakeQuantWithMinMaxVarsPerChannelGradient
+	fqChannelAdj  = OpFakeQuantWithMinMaxVarsPerChannelGradientAdjoint
 )
 
 func init() {
@@ -110,17 +110,41 @@ func init() {
 		Samples: fqChannelAdjSamples,
 	})
 
-	registry.MustSetGradient("FakeQuantWithMinMaxArgs", fqArgsForwardGrad)
-	registry.MustSetGradient("FakeQuantWithMinMaxVars", fqForwardGrad("FakeQuantWithMinMaxVarsGradient", false))
-	registry.MustSetGradient("FakeQuantWithMinMaxVarsPerChannel", fqForwardGrad("FakeQuantWithMinMaxVarsPerChannelGradient", true))
+	registry.MustSetGradient(forward.OpFakeQuantWithMinMaxArgs, fqArgsForwardGrad)
+	registry.MustSetGradient(forward.OpFakeQuantWithMinMaxVars, fqVarsOps.forwardGrad)
+	registry.MustSetGradient(forward.OpFakeQuantWithMinMaxVarsPerChannel, fqChannelOps.forwardGrad)
 
-	registry.MustSetGradient("FakeQuantWithMinMaxArgsGradient", fqArgsGradGrad)
-	registry.MustSetGradient("FakeQuantWithMinMaxVarsGradient", fqGradOpGrad("tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint"))
-	registry.MustSetGradient("FakeQuantWithMinMaxVarsPerChannelGradient", fqGradOpGrad("tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint"))
+	registry.MustSetGradient(fqArgsGrad, fqArgsGradGrad)
+	registry.MustSetGradient(fqVarsGrad, fqVarsOps.gradOpGrad)
+	registry.MustSetGradient(fqChannelGrad, fqChannelOps.gradOpGrad)
 
-	registry.MustSetGradient("tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint", fqAdjointGrad("FakeQuantWithMinMaxVarsGradient"))
-	registry.MustSetGradient("tapegrad.FakeQuantWithMinMaxVarsPerChannelGradientAdjoint", fqAdjointGrad("FakeQuantWithMinMaxVarsPerChannelGradient"))
+	registry.MustSetGradient(fqVarsAdj, fqVarsOps.adjointGrad)
+	registry.MustSetGradient(fqChannelAdj, fqChannelOps.adjointGrad)
 }
+
+// fqRangeOps holds the gradient op and the adjoint op of
+// FakeQuantWithMinMaxVars or of FakeQuantWithMinMaxVarsPerChannel, whose
+// gradient functions have the same structure.
+type fqRangeOps struct {
+	gradName   string // the gradient op's name, for error messages
+	perChannel bool
+	grad       func(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], gradients, inputs, min, max registry.Value) []registry.Value
+	adj        func(e registry.Emitter, attrs registry.Attrs[forward.FakeQuantAttrs], dBackprops, dMin, dMax, inputs, min, max registry.Value) registry.Value
+}
+
+var (
+	fqVarsOps = fqRangeOps{
+		gradName: fqVarsGrad,
+		grad:     FakeQuantWithMinMaxVarsGradient,
+		adj:      FakeQuantWithMinMaxVarsGradientAdjoint,
+	}
+	fqChannelOps = fqRangeOps{
+		gradName:   fqChannelGrad,
+		perChannel: true,
+		grad:       FakeQuantWithMinMaxVarsPerChannelGradient,
+		adj:        FakeQuantWithMinMaxVarsPerChannelGradientAdjoint,
+	}
+)
 
 // ---------------------------------------------------------------------------
 // Kernels of the gradient ops.
@@ -282,47 +306,45 @@ func fqArgsForwardGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 	if dy[0] == nil || !n.NeedsGrad(0) {
 		return e.Values(1), nil
 	}
-	return vals(e, op1(e, "FakeQuantWithMinMaxArgsGradient", n.Attrs(), dy[0], n.Inputs()[0])), nil
+	return vals(e, FakeQuantWithMinMaxArgsGradient(e, registry.NodeAttrs[forward.FakeQuantArgsAttrs](n), dy[0], n.Inputs()[0])), nil
 }
 
-// fqForwardGrad returns the gradient of FakeQuantWithMinMaxVars or
-// ...PerChannel: gradOp(dy, inputs, min, max) gives the three gradients.
-// TensorFlow's PerChannelGradient op accepts inputs of rank 1..4 only,
-// while the forward accepts any rank >= 1; for rank > 4 the gradient is
-// computed on the [rows, channels] view and reshaped back.
-func fqForwardGrad(gradOp string, perChannel bool) registry.GradFunc {
-	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := e.Values(3)
-		if dy[0] == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
-			return out, nil
-		}
-		in := n.Inputs()
-		g, x := dy[0], in[0]
-		shape := x.Shape()
-		flat := perChannel && len(shape) > 4
-		if flat {
-			d := shape[len(shape)-1]
-			rows := 1
-			for _, s := range shape[:len(shape)-1] {
-				rows *= s
-			}
-			g = op1(e, "Reshape", nil, g, e.Ints(rows, d))
-			x = op1(e, "Reshape", nil, x, e.Ints(rows, d))
-		}
-		res := e.Apply(gradOp, n.Attrs(), vals(e, g, x, in[1], in[2])...)
-		if len(res) != 3 {
-			return nil, fqApplyErr(e, gradOp, len(res))
-		}
-		for i := range out {
-			if n.NeedsGrad(i) {
-				out[i] = res[i]
-			}
-		}
-		if flat && out[0] != nil {
-			out[0] = op1(e, "Reshape", nil, out[0], e.Ints(shape...))
-		}
+// forwardGrad is the gradient of FakeQuantWithMinMaxVars or
+// ...PerChannel: the gradient op (dy, inputs, min, max) gives the three
+// gradients. TensorFlow's PerChannelGradient op accepts inputs of rank
+// 1..4 only, while the forward accepts any rank >= 1; for rank > 4 the
+// gradient is computed on the [rows, channels] view and reshaped back.
+func (o fqRangeOps) forwardGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := e.Values(3)
+	if dy[0] == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
 		return out, nil
 	}
+	in := n.Inputs()
+	g, x := dy[0], in[0]
+	shape := x.Shape()
+	flat := o.perChannel && len(shape) > 4
+	if flat {
+		d := shape[len(shape)-1]
+		rows := 1
+		for _, s := range shape[:len(shape)-1] {
+			rows *= s
+		}
+		g = forward.Reshape(e, g, e.Ints(rows, d))
+		x = forward.Reshape(e, x, e.Ints(rows, d))
+	}
+	res := o.grad(e, registry.NodeAttrs[forward.FakeQuantAttrs](n), g, x, in[1], in[2])
+	if len(res) != 3 {
+		return nil, fqApplyErr(e, o.gradName, len(res))
+	}
+	for i := range out {
+		if n.NeedsGrad(i) {
+			out[i] = res[i]
+		}
+	}
+	if flat && out[0] != nil {
+		out[0] = forward.Reshape(e, out[0], e.Ints(shape...))
+	}
+	return out, nil
 }
 
 // fqApplyErr is the error of an Apply that did not return the gradient
@@ -340,7 +362,7 @@ func fqZerosFor(e registry.Emitter, n registry.Node, out []registry.Value, from 
 	in := n.Inputs()
 	for i := from; i < len(in); i++ {
 		if n.NeedsGrad(i) {
-			out[i] = op1(e, "ZerosLike", nil, in[i])
+			out[i] = forward.ZerosLike(e, in[i])
 		}
 	}
 }
@@ -355,64 +377,60 @@ func fqArgsGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([
 		return out, nil
 	}
 	if n.NeedsGrad(0) {
-		out[0] = op1(e, "FakeQuantWithMinMaxArgsGradient", n.Attrs(), dy[0], n.Inputs()[1])
+		out[0] = FakeQuantWithMinMaxArgsGradient(e, registry.NodeAttrs[forward.FakeQuantArgsAttrs](n), dy[0], n.Inputs()[1])
 	}
 	fqZerosFor(e, n, out, 1)
 	return out, nil
 }
 
-// fqGradOpGrad returns the gradient of FakeQuantWithMinMaxVars[PerChannel]
+// gradOpGrad is the gradient of FakeQuantWithMinMaxVars[PerChannel]
 // Gradient(gradients, inputs, min, max) → (backprops_wrt_input,
 // backprop_wrt_min, backprop_wrt_max): the adjoint op applied to the three
 // upstream gradients (zeros for those that get none) for gradients, zeros
 // for inputs, min and max.
-func fqGradOpGrad(adjOp string) registry.GradFunc {
-	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := e.Values(4)
-		if dy[0] == nil && dy[1] == nil && dy[2] == nil {
-			return out, nil
-		}
-		in := n.Inputs()
-		if n.NeedsGrad(0) {
-			u := e.Values(3)
-			like := []registry.Value{in[1], in[2], in[2]} // shapes of the three outputs
-			for i := range u {
-				u[i] = dy[i]
-				if u[i] == nil {
-					u[i] = op1(e, "ZerosLike", nil, like[i])
-				}
-			}
-			out[0] = op1(e, adjOp, n.Attrs(), u[0], u[1], u[2], in[1], in[2], in[3])
-		}
-		fqZerosFor(e, n, out, 1)
+func (o fqRangeOps) gradOpGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := e.Values(4)
+	if dy[0] == nil && dy[1] == nil && dy[2] == nil {
 		return out, nil
 	}
+	in := n.Inputs()
+	if n.NeedsGrad(0) {
+		u := e.Values(3)
+		like := []registry.Value{in[1], in[2], in[2]} // shapes of the three outputs
+		for i := range u {
+			u[i] = dy[i]
+			if u[i] == nil {
+				u[i] = forward.ZerosLike(e, like[i])
+			}
+		}
+		out[0] = o.adj(e, registry.NodeAttrs[forward.FakeQuantAttrs](n), u[0], u[1], u[2], in[1], in[2], in[3])
+	}
+	fqZerosFor(e, n, out, 1)
+	return out, nil
 }
 
-// fqAdjointGrad returns the gradient of a tapegrad adjoint op
-// (d_backprops, d_min, d_max, inputs, min, max) → d_gradients: the adjoint
-// of the adjoint, i.e. the gradient op applied to the upstream gradient,
-// gives the gradients of d_backprops, d_min and d_max; inputs, min and max
-// get zeros.
-func fqAdjointGrad(gradOp string) registry.GradFunc {
-	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		out := e.Values(6)
-		if dy[0] == nil {
-			return out, nil
-		}
-		in := n.Inputs()
-		if n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2) {
-			res := e.Apply(gradOp, n.Attrs(), vals(e, dy[0], in[3], in[4], in[5])...)
-			if len(res) != 3 {
-				return nil, fqApplyErr(e, gradOp, len(res))
-			}
-			for i := 0; i < 3; i++ {
-				if n.NeedsGrad(i) {
-					out[i] = res[i]
-				}
-			}
-		}
-		fqZerosFor(e, n, out, 3)
+// adjointGrad is the gradient of the tapegrad adjoint op (d_backprops,
+// d_min, d_max, inputs, min, max) → d_gradients: the adjoint of the
+// adjoint, i.e. the gradient op applied to the upstream gradient, gives
+// the gradients of d_backprops, d_min and d_max; inputs, min and max get
+// zeros.
+func (o fqRangeOps) adjointGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	out := e.Values(6)
+	if dy[0] == nil {
 		return out, nil
 	}
+	in := n.Inputs()
+	if n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2) {
+		res := o.grad(e, registry.NodeAttrs[forward.FakeQuantAttrs](n), dy[0], in[3], in[4], in[5])
+		if len(res) != 3 {
+			return nil, fqApplyErr(e, o.gradName, len(res))
+		}
+		for i := 0; i < 3; i++ {
+			if n.NeedsGrad(i) {
+				out[i] = res[i]
+			}
+		}
+	}
+	fqZerosFor(e, n, out, 3)
+	return out, nil
 }

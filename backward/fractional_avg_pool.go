@@ -52,7 +52,7 @@ func init() {
 		Kernels: fpKernels(fpAvgSeqKernel[float32], fpAvgSeqKernel[float64], fpAvgSeqKernel[int32], fpAvgSeqKernel[int64]),
 		Samples: fpAvgSeqSamples,
 	})
-	registry.MustSetGradient("FractionalAvgPool", fpAvgPoolGrad)
+	registry.MustSetGradient(forward.OpFractionalAvgPool, fpAvgPoolGrad)
 	registry.MustSetGradient(fpAvgGradName, fpAvgPoolGradGrad)
 	registry.MustSetGradient(fpAvgSeqName, fpAvgWithSequencesGrad)
 }
@@ -216,11 +216,11 @@ func fpAvgGradKernel[T fracpool.Num](kc *registry.KernelCtx, attrs any, in []*te
 // vector cast to int64, which costs no allocation (a tensor built here and
 // copied by Emitter.Const would cost a dozen).
 func fpShapeConst(e registry.Emitter, v registry.Value) registry.Value {
-	return op1(e, "Cast", castInt64, e.Ints(v.Shape()...))
+	return forward.Cast(e, castInt64, e.Ints(v.Shape()...))
 }
 
-// castInt64 is Cast's attrs to int64, boxed once.
-var castInt64 any = forward.CastAttrs{DstT: tensor.Int64}
+// castInt64 is Cast's attrs to int64, made once.
+var castInt64 = registry.NewAttrs(forward.CastAttrs{DstT: tensor.Int64})
 
 // fpAvgPoolGrad: FractionalAvgPool(x) with upstream (g, _, _) gives
 // FractionalAvgPoolGrad(shape(x), g, rows, cols).
@@ -232,8 +232,7 @@ func fpAvgPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 	a := n.Attrs().(forward.FractionalPoolAttrs)
 	outs := n.Outputs()
 	shape := fpShapeConst(e, n.Inputs()[0])
-	out[0] = op1(e, "FractionalAvgPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
-		shape, dy[0], outs[1], outs[2])
+	out[0] = FractionalAvgPoolGrad(e, fpGradAttrs[b2i(a.Overlapping)], shape, dy[0], outs[1], outs[2])
 	return out, nil
 }
 
@@ -248,8 +247,8 @@ func fpAvgPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 	in := n.Inputs()
 	ds := in[1].Shape()
 	a := n.Attrs().(forward.FractionalPoolGradAttrs)
-	out[1] = op1(e, "tapegrad.FractionalAvgPoolWithSequences",
-		forward.FractionalPoolSeqAttrs{Overlapping: a.Overlapping, OutputBatch: ds[0], OutputRows: ds[1], OutputCols: ds[2]},
+	out[1] = FractionalAvgPoolWithSequences(e,
+		registry.NewAttrs(forward.FractionalPoolSeqAttrs{Overlapping: a.Overlapping, OutputBatch: ds[0], OutputRows: ds[1], OutputCols: ds[2]}),
 		dy[0], in[2], in[3])
 	return out, nil
 }
@@ -265,7 +264,6 @@ func fpAvgWithSequencesGrad(e registry.Emitter, n registry.Node, dy []registry.V
 	in := n.Inputs()
 	a := n.Attrs().(forward.FractionalPoolSeqAttrs)
 	shape := fpShapeConst(e, in[0])
-	out[0] = op1(e, "FractionalAvgPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
-		shape, dy[0], in[1], in[2])
+	out[0] = FractionalAvgPoolGrad(e, fpGradAttrs[b2i(a.Overlapping)], shape, dy[0], in[1], in[2])
 	return out, nil
 }

@@ -51,7 +51,7 @@ func init() {
 		Kernels: fpKernels(fpMaxGradGradKernel[float32], fpMaxGradGradKernel[float64], fpMaxGradGradKernel[int32], fpMaxGradGradKernel[int64]),
 		Samples: fpMaxGradGradSamples,
 	})
-	registry.MustSetGradient("FractionalMaxPool", fpMaxPoolGrad)
+	registry.MustSetGradient(forward.OpFractionalMaxPool, fpMaxPoolGrad)
 	registry.MustSetGradient(fpMaxGradName, fpMaxPoolGradGrad)
 	registry.MustSetGradient(fpMaxGradGradName, fpMaxPoolGradGradGrad)
 }
@@ -191,8 +191,7 @@ func fpMaxPoolGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 	}
 	a := n.Attrs().(forward.FractionalPoolAttrs)
 	outs := n.Outputs()
-	out[0] = op1(e, "FractionalMaxPoolGrad", fpGradAttrs[b2i(a.Overlapping)],
-		n.Inputs()[0], outs[0], dy[0], outs[1], outs[2])
+	out[0] = FractionalMaxPoolGrad(e, fpGradAttrs[b2i(a.Overlapping)], n.Inputs()[0], outs[0], dy[0], outs[1], outs[2])
 	return out, nil
 }
 
@@ -205,7 +204,7 @@ func fpMaxPoolGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 		return out, nil
 	}
 	in := n.Inputs()
-	out[2] = op1(e, "tapegrad.FractionalMaxPoolGradGrad", n.Attrs(), in[0], in[1], dy[0], in[3], in[4])
+	out[2] = FractionalMaxPoolGradGrad(e, registry.NodeAttrs[forward.FractionalPoolGradAttrs](n), in[0], in[1], dy[0], in[3], in[4])
 	return out, nil
 }
 
@@ -218,6 +217,6 @@ func fpMaxPoolGradGradGrad(e registry.Emitter, n registry.Node, dy []registry.Va
 		return out, nil
 	}
 	in := n.Inputs()
-	out[2] = op1(e, "FractionalMaxPoolGrad", n.Attrs(), in[0], in[1], dy[0], in[3], in[4])
+	out[2] = FractionalMaxPoolGrad(e, registry.NodeAttrs[forward.FractionalPoolGradAttrs](n), in[0], in[1], dy[0], in[3], in[4])
 	return out, nil
 }

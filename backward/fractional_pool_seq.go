@@ -31,12 +31,12 @@ import (
 // TensorFlow's heuristic "Pooling region has more elements than the input
 // tensor" check, which refuses valid sequences of ratio-1 pooling.
 
-// Op names of the family's gradient ops.
+// Short names of the family's gradient ops.
 const (
-	fpAvgGradName     = "FractionalAvgPoolGrad"
-	fpAvgSeqName      = "tapegrad.FractionalAvgPoolWithSequences"
-	fpMaxGradName     = "FractionalMaxPoolGrad"
-	fpMaxGradGradName = "tapegrad.FractionalMaxPoolGradGrad"
+	fpAvgGradName     = OpFractionalAvgPoolGrad
+	fpAvgSeqName      = OpFractionalAvgPoolWithSequences
+	fpMaxGradName     = OpFractionalMaxPoolGrad
+	fpMaxGradGradName = OpFractionalMaxPoolGradGrad
 )
 
 // fpKernels returns the kernel map of a fractional pooling op, one kernel
@@ -167,5 +167,8 @@ func fpCheckSeqsStrict(op string, rows, cols []int64, h, w int) error {
 	return nil
 }
 
-// fpGradAttrs[b2i(overlapping)] are the grad ops' attrs, boxed once.
-var fpGradAttrs = [2]any{forward.FractionalPoolGradAttrs{}, forward.FractionalPoolGradAttrs{Overlapping: true}}
+// fpGradAttrs[b2i(overlapping)] are the grad ops' attrs, made once.
+var fpGradAttrs = [2]registry.Attrs[forward.FractionalPoolGradAttrs]{
+	registry.NewAttrs(forward.FractionalPoolGradAttrs{}),
+	registry.NewAttrs(forward.FractionalPoolGradAttrs{Overlapping: true}),
+}

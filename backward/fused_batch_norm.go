@@ -2,6 +2,7 @@ package backward
 
 import (
 	"math"
+	"sync"
 
 	"gorgonia.org/tensor"
 
@@ -61,10 +62,10 @@ import (
 // projection, M[x̂²] = var/(var + ε) < 1.) The reserve-space inputs get no
 // gradient, as in TensorFlow.
 
-// Op names of the gradient ops.
+// Short names of the gradient ops.
 const (
-	bnOpGradV1 = "FusedBatchNormGrad"
-	bnOpGradV3 = "FusedBatchNormGradV3"
+	bnOpGradV1 = OpFusedBatchNormGrad
+	bnOpGradV3 = OpFusedBatchNormGradV3
 )
 
 func init() {
@@ -94,15 +95,27 @@ func init() {
 		Kernels: bnKernels(bnOpGradV3),
 		Samples: bnGradSamples(bnOpGradV3),
 	})
-	registry.MustSetGradient("FusedBatchNorm", bnForwardGrad("FusedBatchNormGrad"))
-	registry.MustSetGradient("FusedBatchNormV3", bnForwardGrad("FusedBatchNormGradV3"))
-	registry.MustSetGradient("FusedBatchNormGrad", bnGradGrad)
-	registry.MustSetGradient("FusedBatchNormGradV3", bnGradGrad)
+	registry.MustSetGradient(forward.OpFusedBatchNorm, bnForwardGrad(bnGradV1))
+	registry.MustSetGradient(forward.OpFusedBatchNormV3, bnForwardGrad(FusedBatchNormGradV3))
+	registry.MustSetGradient(bnOpGradV1, bnGradGrad)
+	registry.MustSetGradient(bnOpGradV3, bnGradGrad)
+}
+
+// bnGradOp applies FusedBatchNormGrad or FusedBatchNormGradV3 (the
+// builder's signature, reserve_space_3 last).
+type bnGradOp func(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs],
+	yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3 registry.Value) []registry.Value
+
+// bnGradV1 applies FusedBatchNormGrad, which has no reserve_space_3 input
+// (the argument is ignored).
+func bnGradV1(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs],
+	yBackprop, x, scale, reserveSpace1, reserveSpace2, _ registry.Value) []registry.Value {
+	return FusedBatchNormGrad(e, attrs, yBackprop, x, scale, reserveSpace1, reserveSpace2)
 }
 
 // bnForwardGrad returns the gradient of a forward op whose grad op is
-// gradOp.
-func bnForwardGrad(gradOp string) registry.GradFunc {
+// applied by gradOp.
+func bnForwardGrad(gradOp bnGradOp) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		in, outs := n.Inputs(), n.Outputs()
 		res := e.Values(len(in))
@@ -118,13 +131,11 @@ func bnForwardGrad(gradOp string) registry.GradFunc {
 		if !a.Training() {
 			rs1, rs2 = in[3], in[4]
 		}
-		var args []registry.Value
+		var rs3 registry.Value // FusedBatchNormV3's reserve_space_3
 		if len(outs) == 6 {
-			args = vals(e, g, in[0], in[1], rs1, rs2, outs[5])
-		} else {
-			args = vals(e, g, in[0], in[1], rs1, rs2)
+			rs3 = outs[5]
 		}
-		r := e.Apply(gradOp, a.GradAttrsValue(), args...)
+		r := gradOp(e, bnGradAttrs(a), g, in[0], in[1], rs1, rs2, rs3)
 		for i := 0; i < 3; i++ {
 			if n.NeedsGrad(i) {
 				res[i] = r[i]
@@ -132,6 +143,46 @@ func bnForwardGrad(gradOp string) registry.GradFunc {
 		}
 		return res, nil
 	}
+}
+
+// bnGradAttrs returns the grad op's attrs for a forward op's attrs a
+// (forward.FusedBatchNormAttrs.GradAttrs: same epsilon, data format and
+// mode, as TensorFlow's gradient passes them), made once for each such
+// triple (the values are immutable), so that after the first call for
+// each the backward pass allocates nothing for them.
+func bnGradAttrs(a forward.FusedBatchNormAttrs) registry.Attrs[forward.FusedBatchNormGradAttrs] {
+	k := bnGradKey{eps: math.Float32bits(a.Eps()), format: a.Format(), training: a.Training()}
+	bnGradCache.RLock()
+	v, ok := bnGradCache.m[k]
+	bnGradCache.RUnlock()
+	if ok {
+		return v
+	}
+	bnGradCache.Lock()
+	defer bnGradCache.Unlock()
+	if v, ok := bnGradCache.m[k]; ok {
+		return v
+	}
+	if bnGradCache.m == nil {
+		bnGradCache.m = map[bnGradKey]registry.Attrs[forward.FusedBatchNormGradAttrs]{}
+	}
+	v = registry.NewAttrs(a.GradAttrs())
+	bnGradCache.m[k] = v
+	return v
+}
+
+// bnGradKey identifies the grad-op attrs of bnGradAttrs (epsilon by its
+// bits, so that a NaN epsilon finds its entry).
+type bnGradKey struct {
+	eps      uint32
+	format   string
+	training bool
+}
+
+// bnGradCache holds bnGradAttrs's values.
+var bnGradCache struct {
+	sync.RWMutex
+	m map[bnGradKey]registry.Attrs[forward.FusedBatchNormGradAttrs]
 }
 
 // bnBuilder applies the primitive ops of the second-order gradient for
@@ -144,11 +195,8 @@ type bnBuilder struct {
 	axes  registry.Value // the reduction axes (all but the channel axis)
 }
 
-func (b *bnBuilder) op(name string, in ...registry.Value) registry.Value {
-	return op1(b.e, name, nil, in...)
-}
-func (b *bnBuilder) mul(x, y registry.Value) registry.Value { return b.op("Mul", x, y) }
-func (b *bnBuilder) sub(x, y registry.Value) registry.Value { return b.op("Sub", x, y) }
+func (b *bnBuilder) mul(x, y registry.Value) registry.Value { return forward.Mul(b.e, x, y) }
+func (b *bnBuilder) sub(x, y registry.Value) registry.Value { return forward.Sub(b.e, x, y) }
 
 // add returns x + y, treating nil as zero.
 func (b *bnBuilder) add(x, y registry.Value) registry.Value {
@@ -158,17 +206,17 @@ func (b *bnBuilder) add(x, y registry.Value) registry.Value {
 	case y == nil:
 		return x
 	}
-	return b.op("AddV2", x, y)
+	return forward.AddV2(b.e, x, y)
 }
 
 // mean and sum reduce over the reduction axes, keeping them (per-channel
 // results of the broadcastable shape).
 func (b *bnBuilder) mean(x registry.Value) registry.Value {
-	return op1(b.e, "Mean", keepDims, x, b.axes)
+	return forward.Mean(b.e, sumKeepDims, x, b.axes)
 }
 
 func (b *bnBuilder) sum(x registry.Value) registry.Value {
-	return op1(b.e, "Sum", keepDims, x, b.axes)
+	return forward.Sum(b.e, sumKeepDims, x, b.axes)
 }
 
 // perChannel makes a [C] vector broadcastable against x (a reshape for
@@ -177,7 +225,7 @@ func (b *bnBuilder) perChannel(v registry.Value) registry.Value {
 	if !b.first {
 		return v
 	}
-	return b.op("Reshape", v, b.e.Ints(b.bc...))
+	return forward.Reshape(b.e, v, b.e.Ints(b.bc...))
 }
 
 // vector reshapes a per-channel value back to [C].
@@ -186,7 +234,7 @@ func (b *bnBuilder) vector(v registry.Value) registry.Value {
 	if !b.first {
 		c = b.bc[len(b.bc)-1]
 	}
-	return b.op("Reshape", v, b.e.Ints(c))
+	return forward.Reshape(b.e, v, b.e.Ints(c))
 }
 
 // proj returns P(v) = v − M[v] − x̂·M[v·x̂], and M[v·x̂].
@@ -232,13 +280,13 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 		// No elements: the grad op's outputs are empty or 0 whatever its
 		// inputs (TensorFlow's composite would put NaN means in here).
 		if need0 {
-			res[0] = b.op("ZerosLike", g)
+			res[0] = forward.ZerosLike(e, g)
 		}
 		if need1 {
-			res[1] = b.op("ZerosLike", x)
+			res[1] = forward.ZerosLike(e, x)
 		}
 		if need2 {
-			res[2] = b.op("ZerosLike", gamma)
+			res[2] = forward.ZerosLike(e, gamma)
 		}
 		return res, nil
 	}
@@ -249,7 +297,7 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 	if a.Training() {
 		mu := b.mean(x)
 		xc := b.sub(x, mu)
-		r := b.op("Rsqrt", b.op("AddV2", b.mean(b.op("Square", xc)), eps))
+		r := forward.Rsqrt(e, forward.AddV2(e, b.mean(forward.Square(e, xc)), eps))
 		xh := b.mul(xc, r)
 		var pdy, mdyxh registry.Value
 		if need1 || (need2 && u != nil) {
@@ -266,7 +314,7 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 			}
 			if need1 {
 				inner := b.add(b.add(b.mul(xh, b.mean(b.mul(pu, g))), b.mul(pu, mdyxh)), b.mul(pdy, muxh))
-				gx = b.op("Neg", b.mul(b.mul(gr, r), inner))
+				gx = forward.Neg(e, b.mul(b.mul(gr, r), inner))
 			}
 		}
 		if wg != nil {
@@ -280,7 +328,7 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 		}
 	} else {
 		m, v := b.perChannel(in[3]), b.perChannel(in[4])
-		r := b.op("Rsqrt", b.op("AddV2", v, eps))
+		r := forward.Rsqrt(e, forward.AddV2(e, v, eps))
 		if u != nil {
 			if need0 {
 				gdy = b.mul(u, b.mul(gb, r))
@@ -302,7 +350,7 @@ func bnGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]reg
 	if wb != nil && need0 {
 		wbb := b.perChannel(wb)
 		if gdy == nil {
-			gdy = b.op("BroadcastTo", wbb, e.Ints(xs...))
+			gdy = forward.BroadcastTo(e, wbb, e.Ints(xs...))
 		} else {
 			gdy = b.add(gdy, wbb)
 		}

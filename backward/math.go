@@ -33,12 +33,12 @@ func init() {
 		in0, in1  string
 		out       string
 	}{
-		{"SqrtGrad", "z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x)", ewkern.SqrtGrad[float32], ewkern.SqrtGrad[float64], "y", "dy", "z"},
-		{"RsqrtGrad", "z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x)", ewkern.RsqrtGrad[float32], ewkern.RsqrtGrad[float64], "y", "dy", "z"},
-		{"SigmoidGrad", "z = dy * y * (1 - y), the gradient of y = sigmoid(x)", ewkern.SigmoidGrad[float32], ewkern.SigmoidGrad[float64], "y", "dy", "z"},
-		{"TanhGrad", "z = dy * (1 - y^2), the gradient of y = tanh(x)", ewkern.TanhGrad[float32], ewkern.TanhGrad[float64], "y", "dy", "z"},
-		{"ReluGrad", "backprops = gradients * (features > 0), the gradient of Relu (features: its input or output)", ewkern.ReluGrad[float32], ewkern.ReluGrad[float64], "gradients", "features", "backprops"},
-		{"Relu6Grad", "backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output)", ewkern.Relu6Grad[float32], ewkern.Relu6Grad[float64], "gradients", "features", "backprops"},
+		{OpSqrtGrad, "z = dy * 0.5 / y (0 where dy == 0), the gradient of y = sqrt(x)", ewkern.SqrtGrad[float32], ewkern.SqrtGrad[float64], "y", "dy", "z"},
+		{OpRsqrtGrad, "z = -0.5 * dy * y^3 (0 where dy == 0), the gradient of y = rsqrt(x)", ewkern.RsqrtGrad[float32], ewkern.RsqrtGrad[float64], "y", "dy", "z"},
+		{OpSigmoidGrad, "z = dy * y * (1 - y), the gradient of y = sigmoid(x)", ewkern.SigmoidGrad[float32], ewkern.SigmoidGrad[float64], "y", "dy", "z"},
+		{OpTanhGrad, "z = dy * (1 - y^2), the gradient of y = tanh(x)", ewkern.TanhGrad[float32], ewkern.TanhGrad[float64], "y", "dy", "z"},
+		{OpReluGrad, "backprops = gradients * (features > 0), the gradient of Relu (features: its input or output)", ewkern.ReluGrad[float32], ewkern.ReluGrad[float64], "gradients", "features", "backprops"},
+		{OpRelu6Grad, "backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output)", ewkern.Relu6Grad[float32], ewkern.Relu6Grad[float64], "gradients", "features", "backprops"},
 	} {
 		registry.MustRegister(&registry.OpDef{Name: g.name, Doc: g.doc,
 			Inputs: args(g.in0, g.in1), Outputs: args(g.out),
@@ -46,55 +46,63 @@ func init() {
 			Samples: ewGradSamples(g.name)})
 	}
 
-	registry.MustSetGradient("AddV2", addGrad)
-	registry.MustSetGradient("Sub", subGrad)
-	registry.MustSetGradient("Mul", mulGrad)
-	registry.MustSetGradient("RealDiv", realDivGrad)
+	registry.MustSetGradient(forward.OpAddV2, addGrad)
+	registry.MustSetGradient(forward.OpSub, subGrad)
+	registry.MustSetGradient(forward.OpMul, mulGrad)
+	registry.MustSetGradient(forward.OpRealDiv, realDivGrad)
 
-	registry.MustSetGradient("Neg", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
+	registry.MustSetGradient(forward.OpNeg, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(e, dy, func(g registry.Value) registry.Value { return forward.Neg(e, g) }), nil
 	})
 	// Square: dy * (2 x).
-	registry.MustSetGradient("Square", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	registry.MustSetGradient(forward.OpSquare, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		return unary(e, dy, func(g registry.Value) registry.Value {
 			x := n.Inputs()[0]
-			return op1(e, "Mul", nil, g, op1(e, "Mul", nil, x, e.Scalar(x.Dtype(), 2)))
+			return forward.Mul(e, g, forward.Mul(e, x, e.Scalar(x.Dtype(), 2)))
 		}), nil
 	})
 	// Sqrt, Rsqrt, Sigmoid, Tanh: the gradient op of the output y and dy.
-	for op, gradOp := range map[string]string{"Sqrt": "SqrtGrad", "Rsqrt": "RsqrtGrad", "Sigmoid": "SigmoidGrad", "Tanh": "TanhGrad"} {
-		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-			return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, n.Outputs()[0], g) }), nil
+	for _, o := range []struct {
+		op     string
+		gradOp func(e registry.Emitter, y, dy registry.Value) registry.Value
+	}{{forward.OpSqrt, SqrtGrad}, {forward.OpRsqrt, RsqrtGrad}, {forward.OpSigmoid, SigmoidGrad}, {forward.OpTanh, TanhGrad}} {
+		gradOp := o.gradOp
+		registry.MustSetGradient(o.op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+			return unary(e, dy, func(g registry.Value) registry.Value { return gradOp(e, n.Outputs()[0], g) }), nil
 		})
 	}
 	// Exp: dy * y.
-	registry.MustSetGradient("Exp", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, n.Outputs()[0]) }), nil
+	registry.MustSetGradient(forward.OpExp, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(e, dy, func(g registry.Value) registry.Value { return forward.Mul(e, g, n.Outputs()[0]) }), nil
 	})
 	// Log: dy / x (TensorFlow multiplies by Reciprocal(x)).
-	registry.MustSetGradient("Log", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, n.Inputs()[0]) }), nil
+	registry.MustSetGradient(forward.OpLog, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(e, dy, func(g registry.Value) registry.Value { return forward.RealDiv(e, g, n.Inputs()[0]) }), nil
 	})
 	// Relu, Relu6: ReluGrad(dy, y) and Relu6Grad(dy, y), with the output as
 	// the features, as current TensorFlow does (same mask as the input's).
-	for op, gradOp := range map[string]string{"Relu": "ReluGrad", "Relu6": "Relu6Grad"} {
-		registry.MustSetGradient(op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-			return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, gradOp, nil, g, n.Outputs()[0]) }), nil
+	for _, o := range []struct {
+		op     string
+		gradOp func(e registry.Emitter, gradients, features registry.Value) registry.Value
+	}{{forward.OpRelu, ReluGrad}, {forward.OpRelu6, Relu6Grad}} {
+		gradOp := o.gradOp
+		registry.MustSetGradient(o.op, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+			return unary(e, dy, func(g registry.Value) registry.Value { return gradOp(e, g, n.Outputs()[0]) }), nil
 		})
 	}
 
-	registry.MustSetGradient("SqrtGrad", sqrtGradGrad)
-	registry.MustSetGradient("RsqrtGrad", rsqrtGradGrad)
-	registry.MustSetGradient("SigmoidGrad", sigmoidGradGrad)
-	registry.MustSetGradient("TanhGrad", tanhGradGrad)
-	registry.MustSetGradient("ReluGrad", reluGradGrad("ReluGrad"))
-	registry.MustSetGradient("Relu6Grad", reluGradGrad("Relu6Grad"))
+	registry.MustSetGradient(OpSqrtGrad, sqrtGradGrad)
+	registry.MustSetGradient(OpRsqrtGrad, rsqrtGradGrad)
+	registry.MustSetGradient(OpSigmoidGrad, sigmoidGradGrad)
+	registry.MustSetGradient(OpTanhGrad, tanhGradGrad)
+	registry.MustSetGradient(OpReluGrad, reluGradGrad(ReluGrad))
+	registry.MustSetGradient(OpRelu6Grad, reluGradGrad(Relu6Grad))
 
-	registry.MustSetGradient("BroadcastTo", broadcastToGrad)
-	registry.MustSetGradient("Cast", castGrad)
+	registry.MustSetGradient(forward.OpBroadcastTo, broadcastToGrad)
+	registry.MustSetGradient(forward.OpCast, castGrad)
 	// L2Loss: x * dy (dy is a scalar).
-	registry.MustSetGradient("L2Loss", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		return unary(e, dy, func(g registry.Value) registry.Value { return op1(e, "Mul", nil, n.Inputs()[0], g) }), nil
+	registry.MustSetGradient(forward.OpL2Loss, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+		return unary(e, dy, func(g registry.Value) registry.Value { return forward.Mul(e, n.Inputs()[0], g) }), nil
 	})
 }
 
@@ -187,25 +195,25 @@ func addGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regist
 func subGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	return binaryGrad(e, n, dy,
 		func(g registry.Value) registry.Value { return g },
-		func(g registry.Value) registry.Value { return op1(e, "Neg", nil, g) }), nil
+		func(g registry.Value) registry.Value { return forward.Neg(e, g) }), nil
 }
 
 // mulGrad: dx = dy * y, dy_y = x * dy, each summed to its input's shape.
 func mulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	x, y := n.Inputs()[0], n.Inputs()[1]
 	return binaryGrad(e, n, dy,
-		func(g registry.Value) registry.Value { return op1(e, "Mul", nil, g, y) },
-		func(g registry.Value) registry.Value { return op1(e, "Mul", nil, x, g) }), nil
+		func(g registry.Value) registry.Value { return forward.Mul(e, g, y) },
+		func(g registry.Value) registry.Value { return forward.Mul(e, x, g) }), nil
 }
 
 // realDivGrad: dx = dy / y, dy_y = dy * ((-x / y) / y).
 func realDivGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	x, y := n.Inputs()[0], n.Inputs()[1]
 	return binaryGrad(e, n, dy,
-		func(g registry.Value) registry.Value { return op1(e, "RealDiv", nil, g, y) },
+		func(g registry.Value) registry.Value { return forward.RealDiv(e, g, y) },
 		func(g registry.Value) registry.Value {
-			q := op1(e, "RealDiv", nil, op1(e, "RealDiv", nil, op1(e, "Neg", nil, x), y), y)
-			return op1(e, "Mul", nil, g, q)
+			q := forward.RealDiv(e, forward.RealDiv(e, forward.Neg(e, x), y), y)
+			return forward.Mul(e, g, q)
 		}), nil
 }
 
@@ -216,10 +224,10 @@ func sqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 		return e.Values(2), nil
 	}
 	a, z := n.Inputs()[0], n.Outputs()[0]
-	ga := op1(e, "RealDiv", nil, dy[0], a) // shared by both gradients
+	ga := forward.RealDiv(e, dy[0], a) // shared by both gradients
 	return pairGrad(e, n, dy,
-		func(registry.Value) registry.Value { return op1(e, "Mul", nil, op1(e, "Neg", nil, ga), z) },
-		func(registry.Value) registry.Value { return op1(e, "Mul", nil, e.Scalar(a.Dtype(), 0.5), ga) }), nil
+		func(registry.Value) registry.Value { return forward.Mul(e, forward.Neg(e, ga), z) },
+		func(registry.Value) registry.Value { return forward.Mul(e, e.Scalar(a.Dtype(), 0.5), ga) }), nil
 }
 
 // rsqrtGradGrad: z = -0.5 * b * a^3. dz/da = -1.5 * g * b * a^2,
@@ -228,10 +236,10 @@ func rsqrtGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]
 	a, b := n.Inputs()[0], n.Inputs()[1]
 	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
-			t := op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), -1.5), g), b)
-			return op1(e, "Mul", nil, t, op1(e, "Square", nil, a))
+			t := forward.Mul(e, forward.Mul(e, e.Scalar(a.Dtype(), -1.5), g), b)
+			return forward.Mul(e, t, forward.Square(e, a))
 		},
-		func(g registry.Value) registry.Value { return op1(e, "RsqrtGrad", nil, a, g) }), nil
+		func(g registry.Value) registry.Value { return RsqrtGrad(e, a, g) }), nil
 }
 
 // sigmoidGradGrad: z = b * a * (1 - a). With gb = g * b:
@@ -240,10 +248,10 @@ func sigmoidGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) (
 	a, b := n.Inputs()[0], n.Inputs()[1]
 	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
-			gb := op1(e, "Mul", nil, g, b)
-			return op1(e, "Sub", nil, gb, op1(e, "Mul", nil, op1(e, "Mul", nil, e.Scalar(a.Dtype(), 2), gb), a))
+			gb := forward.Mul(e, g, b)
+			return forward.Sub(e, gb, forward.Mul(e, forward.Mul(e, e.Scalar(a.Dtype(), 2), gb), a))
 		},
-		func(g registry.Value) registry.Value { return op1(e, "SigmoidGrad", nil, a, g) }), nil
+		func(g registry.Value) registry.Value { return SigmoidGrad(e, a, g) }), nil
 }
 
 // tanhGradGrad: z = b * (1 - a^2). dz/da = g * -2 * b * a,
@@ -252,22 +260,22 @@ func tanhGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 	a, b := n.Inputs()[0], n.Inputs()[1]
 	return pairGrad(e, n, dy,
 		func(g registry.Value) registry.Value {
-			t := op1(e, "Mul", nil, op1(e, "Mul", nil, g, e.Scalar(a.Dtype(), -2)), b)
-			return op1(e, "Mul", nil, t, a)
+			t := forward.Mul(e, forward.Mul(e, g, e.Scalar(a.Dtype(), -2)), b)
+			return forward.Mul(e, t, a)
 		},
-		func(g registry.Value) registry.Value { return op1(e, "TanhGrad", nil, a, g) }), nil
+		func(g registry.Value) registry.Value { return TanhGrad(e, a, g) }), nil
 }
 
 // reluGradGrad returns the gradient of ReluGrad or Relu6Grad (inputs
 // gradients, features): the op is linear in the gradients with the
 // features' mask, and piecewise constant in the features, so
 // (op(g, features), zeros).
-func reluGradGrad(op string) registry.GradFunc {
+func reluGradGrad(op func(e registry.Emitter, gradients, features registry.Value) registry.Value) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		f := n.Inputs()[1]
 		return pairGrad(e, n, dy,
-			func(g registry.Value) registry.Value { return op1(e, op, nil, g, f) },
-			func(registry.Value) registry.Value { return op1(e, "ZerosLike", nil, f) }), nil
+			func(g registry.Value) registry.Value { return op(e, g, f) },
+			func(registry.Value) registry.Value { return forward.ZerosLike(e, f) }), nil
 	}
 }
 
@@ -289,5 +297,15 @@ func castGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]regis
 	if g == nil || !isFloat(src) || !isFloat(g.Dtype()) || !n.NeedsGrad(0) {
 		return e.Values(1), nil
 	}
-	return vals(e, op1(e, "Cast", forward.CastAttrs{DstT: src}, g)), nil
+	attrs := castFloat64
+	if src == tensor.Float32 {
+		attrs = castFloat32
+	}
+	return vals(e, forward.Cast(e, attrs, g)), nil
 }
+
+// Cast's attrs to the floating dtypes, made once.
+var (
+	castFloat32 = registry.NewAttrs(forward.CastAttrs{DstT: tensor.Float32})
+	castFloat64 = registry.NewAttrs(forward.CastAttrs{DstT: tensor.Float64})
+)

@@ -17,7 +17,7 @@ import (
 
 func init() {
 	registry.MustRegister(&registry.OpDef{
-		Name:    "BiasAddGrad",
+		Name:    OpBiasAddGrad,
 		Doc:     "the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one",
 		Inputs:  args("out_backprop"),
 		Outputs: args("output"),
@@ -25,8 +25,8 @@ func init() {
 		Kernels: floatKernels(biasAddGradKernel[float32], biasAddGradKernel[float64]),
 		Samples: biasAddGradSamples,
 	})
-	registry.MustSetGradient("MatMul", mmMatMulGrad)
-	registry.MustSetGradient("BiasAdd", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	registry.MustSetGradient(forward.OpMatMul, mmMatMulGrad)
+	registry.MustSetGradient(forward.OpBiasAdd, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil {
 			return e.Values(2), nil
 		}
@@ -35,11 +35,11 @@ func init() {
 			out[0] = dy[0]
 		}
 		if n.NeedsGrad(1) {
-			out[1] = op1(e, "BiasAddGrad", n.Attrs(), dy[0])
+			out[1] = BiasAddGrad(e, registry.NodeAttrs[forward.BiasAddAttrs](n), dy[0])
 		}
 		return out, nil
 	})
-	registry.MustSetGradient("BiasAddGrad", mmBiasAddGradGrad)
+	registry.MustSetGradient(OpBiasAddGrad, mmBiasAddGradGrad)
 }
 
 // biasAddGradKernel sums out_backprop over every dimension but the channel
@@ -48,7 +48,7 @@ func biasAddGradKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []
 	at := attrs.(forward.BiasAddAttrs)
 	g := in[0]
 	gs := g.Shape()
-	cd, err := at.ChannelDim("BiasAddGrad", gs)
+	cd, err := at.ChannelDim(OpBiasAddGrad, gs)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 	at := n.Attrs().(forward.MatMulAttrs)
 	a, b := n.Inputs()[0], n.Inputs()[1]
 	mm := func(x, y registry.Value, ta, tb bool) registry.Value {
-		return op1(e, "MatMul", mmAttrs[b2i(ta)][b2i(tb)], x, y)
+		return forward.MatMul(e, mmAttrs[b2i(ta)][b2i(tb)], x, y)
 	}
 	ta, tb := at.TransposeA, at.TransposeB
 	if n.NeedsGrad(0) {
@@ -130,10 +130,10 @@ func mmMatMulGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]r
 }
 
 // mmAttrs[ta][tb] are MatMul's attrs with transpose_a = ta, transpose_b =
-// tb, boxed once.
-var mmAttrs = [2][2]any{
-	{forward.MatMulAttrs{}, forward.MatMulAttrs{TransposeB: true}},
-	{forward.MatMulAttrs{TransposeA: true}, forward.MatMulAttrs{TransposeA: true, TransposeB: true}},
+// tb, made once.
+var mmAttrs = [2][2]registry.Attrs[forward.MatMulAttrs]{
+	{registry.NewAttrs(forward.MatMulAttrs{}), registry.NewAttrs(forward.MatMulAttrs{TransposeB: true})},
+	{registry.NewAttrs(forward.MatMulAttrs{TransposeA: true}), registry.NewAttrs(forward.MatMulAttrs{TransposeA: true, TransposeB: true})},
 }
 
 func b2i(b bool) int {
@@ -161,9 +161,9 @@ func mmBiasAddGradGrad(e registry.Emitter, n registry.Node, dy []registry.Value)
 		cd = 1
 	}
 	expanded[cd] = xs[cd]
-	g := op1(e, "Reshape", nil, dy[0], e.Ints(expanded...))
+	g := forward.Reshape(e, dy[0], e.Ints(expanded...))
 	if !bcSameShape(expanded, xs) {
-		g = op1(e, "BroadcastTo", nil, g, e.Ints(xs...))
+		g = forward.BroadcastTo(e, g, e.Ints(xs...))
 	}
 	return only(e, 1, 0, g), nil
 }

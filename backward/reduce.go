@@ -13,13 +13,13 @@ import (
 // Python reduced_shape) unless the shapes alone determine it.
 
 func init() {
-	registry.MustSetGradient("Sum", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	registry.MustSetGradient(forward.OpSum, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil || !n.NeedsGrad(0) {
 			return e.Values(2), nil
 		}
 		return only(e, 2, 0, redBroadcastBack(e, n, dy[0])), nil
 	})
-	registry.MustSetGradient("Mean", func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	registry.MustSetGradient(forward.OpMean, func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 		if dy[0] == nil || !n.NeedsGrad(0) {
 			return e.Values(2), nil
 		}
@@ -36,7 +36,7 @@ func init() {
 		}
 		return only(e, 2, 0, redBroadcastBack(e, n, g)), nil
 	})
-	registry.MustNotDifferentiable("tapegrad.ReducedShape")
+	registry.MustNotDifferentiable(forward.OpReducedShape)
 }
 
 func redNumel(s []int) int {

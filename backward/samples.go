@@ -91,17 +91,17 @@ func ewGradSamples(op string) func(r *rand.Rand) []registry.Sample {
 		var g0, g1 func() float64
 		up := uniformGen(r, -1, 1)
 		switch op {
-		case "SqrtGrad":
+		case OpSqrtGrad:
 			g0, g1 = uniformGen(r, 0.5, 2), up // y = sqrt(x) > 0
-		case "RsqrtGrad":
+		case OpRsqrtGrad:
 			g0, g1 = uniformGen(r, 0.5, 1.5), up
-		case "SigmoidGrad":
+		case OpSigmoidGrad:
 			g0, g1 = uniformGen(r, 0.1, 0.9), up // y in (0, 1)
-		case "TanhGrad":
+		case OpTanhGrad:
 			g0, g1 = uniformGen(r, -0.9, 0.9), up // y in (-1, 1)
-		case "ReluGrad":
+		case OpReluGrad:
 			g0, g1 = up, awayFromZeroGen(r, 0.1, 2)
-		case "Relu6Grad":
+		case OpRelu6Grad:
 			g0, g1 = up, relu6Gen(r)
 		default:
 			panic("backward: no sample values for " + op)

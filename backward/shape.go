@@ -11,10 +11,10 @@ import (
 // sums it into the value. The integer shape/perm/dims inputs get none.
 
 func init() {
-	registry.MustSetGradient("Reshape", shpReshapeGrad)
-	registry.MustSetGradient("Transpose", shpTransposeGrad)
-	registry.MustSetGradient("Fill", shpFillGrad)
-	registry.MustNotDifferentiable("InvertPermutation")
+	registry.MustSetGradient(forward.OpReshape, shpReshapeGrad)
+	registry.MustSetGradient(forward.OpTranspose, shpTransposeGrad)
+	registry.MustSetGradient(forward.OpFill, shpFillGrad)
+	registry.MustNotDifferentiable(forward.OpInvertPermutation)
 }
 
 func shpReshapeGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {

@@ -13,10 +13,10 @@ import (
 // function then adds TensorFlow's grad_grad term.
 
 func init() {
-	registry.MustSetGradient("Softmax", softmaxGrad)
-	registry.MustSetGradient("LogSoftmax", logSoftmaxGrad)
-	registry.MustSetGradient("SoftmaxCrossEntropyWithLogits", xentGrad)
-	registry.MustSetGradient("SparseSoftmaxCrossEntropyWithLogits", sparseXentGrad)
+	registry.MustSetGradient(forward.OpSoftmax, softmaxGrad)
+	registry.MustSetGradient(forward.OpLogSoftmax, logSoftmaxGrad)
+	registry.MustSetGradient(forward.OpSoftmaxCrossEntropyWithLogits, xentGrad)
+	registry.MustSetGradient(forward.OpSparseSoftmaxCrossEntropyWithLogits, sparseXentGrad)
 }
 
 // smSumLast sums x over its last axis, keeping it (shape [..., 1]).
