@@ -2,7 +2,6 @@ package forward
 
 import (
 	"math"
-	"sync"
 
 	"gorgonia.org/tensor"
 
@@ -101,46 +100,6 @@ func (a FusedBatchNormAttrs) Format() string { return bnFormatOr(a.DataFormat) }
 func (a FusedBatchNormAttrs) GradAttrs() FusedBatchNormGradAttrs {
 	eps, tr := a.Eps(), a.Training()
 	return FusedBatchNormGradAttrs{Epsilon: &eps, DataFormat: a.Format(), IsTraining: &tr}
-}
-
-// GradAttrsValue returns GradAttrs boxed in an interface, as gradient
-// functions pass attrs on: the same boxed value for every call with the
-// same epsilon, data format and mode (the values are immutable), so
-// that after the first call for each the backward pass allocates
-// nothing for it.
-func (a FusedBatchNormAttrs) GradAttrsValue() any {
-	k := bnGradKey{eps: math.Float32bits(a.Eps()), format: a.Format(), training: a.Training()}
-	bnGradCache.RLock()
-	v, ok := bnGradCache.m[k]
-	bnGradCache.RUnlock()
-	if ok {
-		return v
-	}
-	bnGradCache.Lock()
-	defer bnGradCache.Unlock()
-	if v, ok := bnGradCache.m[k]; ok {
-		return v
-	}
-	if bnGradCache.m == nil {
-		bnGradCache.m = map[bnGradKey]any{}
-	}
-	v = a.GradAttrs()
-	bnGradCache.m[k] = v
-	return v
-}
-
-// bnGradKey identifies the grad-op attrs of GradAttrsValue (epsilon by
-// its bits, so that a NaN epsilon finds its entry).
-type bnGradKey struct {
-	eps      uint32
-	format   string
-	training bool
-}
-
-// bnGradCache holds GradAttrsValue's boxed values.
-var bnGradCache struct {
-	sync.RWMutex
-	m map[bnGradKey]any
 }
 
 // FusedBatchNormGradAttrs are the attributes of FusedBatchNormGrad and
