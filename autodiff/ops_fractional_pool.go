@@ -10,7 +10,7 @@ import (
 // Typed functions of the fractional pooling family (TensorFlow's
 // FractionalAvgPool, FractionalAvgPoolGrad, FractionalMaxPool and
 // FractionalMaxPoolGrad, and tapegrad's FractionalAvgPoolWithSequences;
-// see forward.FractionalPoolAttrs and spec/fractional_avg_pool.md). Each
+// see forward.FractionalPoolAttrs and docs/spec/fractional_avg_pool.md). Each
 // op runs on the tape of its first Value argument that has one; a zero
 // Value or values of two tapes are an error on that tape. The pooling
 // sequences are int64 vectors of cell boundaries.

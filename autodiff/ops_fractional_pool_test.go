@@ -175,7 +175,7 @@ func TestFractionalPoolTypedErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkFractionalAvgPoolW9 is workload W9 of perf/WORKLOADS.md:
+// BenchmarkFractionalAvgPoolW9 is workload W9 of cmd/bench/README.md:
 // FractionalAvgPool of an NHWC float32 [32, 32, 32, 64] input with ratio
 // 1.44 (32 → 22), forward only and forward + backward (the gradient of a
 // fixed upstream), on one thread and a reused tape: go test ./autodiff

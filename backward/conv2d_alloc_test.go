@@ -45,7 +45,7 @@ func TestConv2DBackpropAllocations(t *testing.T) {
 		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided input gradient (col2im)
 		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
 		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
-		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // perf/WORKLOADS.md W1: 8 filter chunks
+		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // cmd/bench/README.md W1: 8 filter chunks
 	} {
 		for _, format := range []string{"NHWC", "NCHW"} {
 			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {

@@ -14,7 +14,7 @@ import (
 )
 
 // Benchmarks of the Conv2D kernels on workloads W1–W4 of
-// perf/WORKLOADS.md (NHWC float32, SAME padding), kernels alone on pooled
+// cmd/bench/README.md (NHWC float32, SAME padding), kernels alone on pooled
 // buffers. The thread count is GOMAXPROCS: run with -cpu 1 or -cpu 2.
 
 func convBench(b *testing.B, n, h, w, c, o, k, s int, modes ...string) {

@@ -16,7 +16,7 @@ import (
 )
 
 // ---------------------------------------------------------------------
-// Benchmarks: W5 and W6 of perf/WORKLOADS.md (NHWC float32), one op per
+// Benchmarks: W5 and W6 of cmd/bench/README.md (NHWC float32), one op per
 // mode through registry.Run on pooled buffers (outputs and scratch are
 // recycled, as the tape's arena does), like the op calls of cmd/bench
 // without the tape. Run with -cpu 1,2: the thread count is GOMAXPROCS.
@@ -101,7 +101,7 @@ func dwBenchCPUTime() int64 {
 }
 
 // ---------------------------------------------------------------------
-// Benchmarks: workloads W5 and W6 of perf/WORKLOADS.md (NHWC float32),
+// Benchmarks: workloads W5 and W6 of cmd/bench/README.md (NHWC float32),
 // kernels alone, on pooled buffers (no page faults of fresh memory). Run
 // with -cpu 1 for the 1-thread figures: the thread count is GOMAXPROCS.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// The fake-quant family's gradient ops (spec/fake_quant.md §4), bit-exact
+// The fake-quant family's gradient ops (docs/spec/fake_quant.md §4), bit-exact
 // with TensorFlow's float32 CPU kernels, with the forward ops' attrs,
 // validation and numerics (forward/fake_quant.go):
 //

@@ -534,7 +534,7 @@ func TestFakeQuantSamplesValid(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Benchmark W8 (perf/WORKLOADS.md): N32 56x56 C64 NHWC float32, 8 bits.
+// Benchmark W8 (cmd/bench/README.md): N32 56x56 C64 NHWC float32, 8 bits.
 
 func fqW8(b *testing.B) []*tensor.Dense {
 	r := rand.New(rand.NewSource(1))

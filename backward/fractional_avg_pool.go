@@ -14,7 +14,7 @@ import (
 
 // FractionalAvgPool's gradient op FractionalAvgPoolGrad, its adjoint
 // tapegrad.FractionalAvgPoolWithSequences, and the gradients of the three
-// (spec/fractional_avg_pool.md §5; tensorflow/python/ops/nn_grad.py):
+// (docs/spec/fractional_avg_pool.md §5; tensorflow/python/ops/nn_grad.py):
 //
 //   - FractionalAvgPool → FractionalAvgPoolGrad(static shape of value as
 //     int64, dy, row_pooling_sequence, col_pooling_sequence) with the

@@ -13,7 +13,7 @@ import (
 
 // FractionalMaxPool's gradient op FractionalMaxPoolGrad, its adjoint in
 // out_backprop tapegrad.FractionalMaxPoolGradGrad, and the gradients of
-// the three (spec/fractional_avg_pool.md; tensorflow/python/ops/nn_grad.py):
+// the three (docs/spec/fractional_avg_pool.md; tensorflow/python/ops/nn_grad.py):
 //
 //   - FractionalMaxPool → FractionalMaxPoolGrad(value, output, dy,
 //     row_pooling_sequence, col_pooling_sequence). As TensorFlow.

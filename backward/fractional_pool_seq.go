@@ -12,7 +12,7 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Gradient ops of the fractional pooling family (spec/fractional_avg_pool.md;
+// Gradient ops of the fractional pooling family (docs/spec/fractional_avg_pool.md;
 // the forward ops, their attrs and the family's conventions are in
 // forward/fractional_pool_seq.go, the loops in internal/fracpool):
 // FractionalAvgPoolGrad and tapegrad.FractionalAvgPoolWithSequences in

@@ -400,7 +400,7 @@ func TestFractionalPoolErrors(t *testing.T) {
 }
 
 // BenchmarkFractionalPoolW9Kernels times the kernels of workload W9
-// (perf/WORKLOADS.md: float32 NHWC [32,32,32,64], ratio 1.44 → 22x22) on
+// (cmd/bench/README.md: float32 NHWC [32,32,32,64], ratio 1.44 → 22x22) on
 // one thread with recycled buffers: FractionalAvgPool forward, its
 // gradient op (non-overlapping and overlapping), and FractionalMaxPool.
 func BenchmarkFractionalPoolW9Kernels(b *testing.B) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Gradient ops of the FusedBatchNorm family, FusedBatchNormGrad and
-// FusedBatchNormGradV3 (spec/fused_batch_norm.md §3), with TensorFlow's
+// FusedBatchNormGradV3 (docs/spec/fused_batch_norm.md §3), with TensorFlow's
 // names, argument order, attributes (forward.FusedBatchNormGradAttrs),
 // validation (the family's checks of package forward) and CPU-kernel
 // outputs, and the gradients of the family (§4).

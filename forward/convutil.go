@@ -12,7 +12,7 @@ import (
 
 // Shared helpers of the convolution families (Conv2D and its backprops,
 // and the depthwise ops): attr validation, TensorFlow's padding and
-// output-size rules (spec/README.md, "Padding conventions"), and layout
+// output-size rules (docs/spec/README.md, "Padding conventions"), and layout
 // conversion between NCHW and NHWC.
 
 // convMaxDim is the largest dimension, stride, dilation or padding the conv

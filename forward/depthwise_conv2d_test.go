@@ -30,7 +30,7 @@ func dwAttrsFor(g *testutil.DepthwiseRef, padding string, pads [4]int) Depthwise
 
 // ---------------------------------------------------------------------
 // Grid against the reference (testutil.DepthwiseRef, written from
-// spec/depthwise_conv2d.md §2–§3 and the padding table of spec/README.md).
+// spec/depthwise_conv2d.md §2–§3 and the padding table of docs/spec/README.md).
 // The backprops' grid is in package backward.
 
 type dwGridCase struct {

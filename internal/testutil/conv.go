@@ -2,7 +2,7 @@ package testutil
 
 // NaiveConv is a float64 reference for the Conv2D family, written
 // directly from spec/conv2d.md §2–§3 and the padding table of
-// spec/README.md, with its own output-size and padding computation (it
+// docs/spec/README.md, with its own output-size and padding computation (it
 // shares no code with the kernels): the geometry of one convolution in
 // NHWC names, in either layout (NCHW).
 type NaiveConv struct {
@@ -17,7 +17,7 @@ type NaiveConv struct {
 // NaiveAxis returns the output length and the padding before/after of one
 // convolution axis (input length in, filter length k, stride s, dilation
 // d; p0, p1 the paddings of EXPLICIT) from the padding table of
-// spec/README.md; ok is false when the output length is negative.
+// docs/spec/README.md; ok is false when the output length is negative.
 func NaiveAxis(in, k, s, d int, padding string, p0, p1 int) (out, before, after int, ok bool) {
 	e := (k-1)*d + 1
 	switch padding {

@@ -2,7 +2,7 @@ package testutil
 
 // DepthwiseRef is a float64 reference of the DepthwiseConv2dNative family
 // written directly from spec/depthwise_conv2d.md §2–§3 and the padding
-// table of spec/README.md, with dilations applied as in Conv2D (spec §6).
+// table of docs/spec/README.md, with dilations applied as in Conv2D (spec §6).
 // It shares no code with the kernels. Sizes are in NHWC names; tensors
 // are NCHW when NCHW is set.
 type DepthwiseRef struct {
