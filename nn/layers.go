@@ -125,7 +125,7 @@ func (d *Dropout) Forward(t *autodiff.Tape, x autodiff.Value) autodiff.Value {
 	if !t.IsTraining() || d.Rate == 0 {
 		return x
 	}
-	mask := t.Apply(OpDropoutMask, DropoutMaskAttrs{Rate: d.Rate}, x)[0]
+	mask := autodiff.ValueOf(DropoutMask(t.Emitter(), registry.NewAttrs(DropoutMaskAttrs{Rate: d.Rate}), t.Ref(x)))
 	return autodiff.Mul(x, mask)
 }
 

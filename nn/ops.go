@@ -42,6 +42,12 @@ func init() {
 	registry.MustNotDifferentiable(OpDropoutMask)
 }
 
+// DropoutMask is the typed builder of tapegrad.DropoutMask (the shape of
+// the builders cmd/genops writes for the library's ops).
+func DropoutMask(e registry.Emitter, attrs registry.Attrs[DropoutMaskAttrs], x registry.Value) registry.Value {
+	return registry.Apply1(e, OpDropoutMask, attrs.Boxed(), x)
+}
+
 func dropoutMaskKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	a := attrs.(DropoutMaskAttrs)
 	if !(a.Rate >= 0 && a.Rate < 1) {
