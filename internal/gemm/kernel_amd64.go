@@ -11,20 +11,6 @@ import (
 // asmSupported reports whether the CPU runs the AVX2/FMA micro-kernels.
 var asmSupported = cpu.X86.AVX2FMA
 
-// sgemmKernel6x16 is the float32 micro-kernel in kernel_amd64.s: a 6×16
-// tile, a packed with stride 6 and b with stride 16 per step of k (k >= 1).
-// c points at the tile's first element, ldc is C's row stride in elements.
-// beta == ±0 means C is not read.
-//
-//go:noescape
-func sgemmKernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32)
-
-// dgemmKernel6x8 is the float64 micro-kernel: a 6×8 tile, a with stride 6
-// and b with stride 8 per step of k.
-//
-//go:noescape
-func dgemmKernel6x8(k int, a, b, c *float64, ldc int, alpha, beta float64)
-
 // The kernelFunc wrappers check every bound the assembly relies on.
 var (
 	asmKernel32 kernelFunc[float32] = func(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
@@ -40,17 +26,6 @@ var (
 		dgemmKernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 	}
 )
-
-// packA6x8F32 packs six rows of A (row stride lda), 8*n8 columns, into dst
-// with each column's six elements contiguous (pack_amd64.s).
-//
-//go:noescape
-func packA6x8F32(dst, src *float32, lda, n8 int)
-
-// packA6x4F64 is packA6x8F32 for float64, 4*n4 columns.
-//
-//go:noescape
-func packA6x4F64(dst, src *float64, lda, n4 int)
 
 // packRows6Asm packs the first columns of six rows of A, starting at
 // a[base] with row stride lda, into d (d[p*6+i] = a[base+i*lda+p]) with the
@@ -76,19 +51,6 @@ func packRows6Asm[T Float](d, a []T, base, lda, kc int) int {
 		return 4 * n
 	}
 }
-
-// packAT6NF32 packs np panels of six contiguous columns, kc rows, of a
-// float32 matrix (row stride lda): dst[q*kc*6+p*6+i] = src[p*lda+q*6+i],
-// reading each row once; a non-nil mask adds a last panel of the columns
-// whose lanes are set, zeros elsewhere (pack_amd64.s).
-//
-//go:noescape
-func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32)
-
-// packAT6NF64 is packAT6NF32 for float64, without the partial panel.
-//
-//go:noescape
-func packAT6NF64(dst, src *float64, lda, kc, np int)
 
 // packColsAsm packs the panels of rows [0, m) of op(A) = Aᵀ (A stored
 // k×m): d[q*6*kc+p*6+i] = a[base+p*lda+q*6+i] for p < kc, i < 6, zeros
@@ -124,12 +86,6 @@ func packColsAsm[T Float](d, a []T, base, lda, kc, m int) int {
 	}
 }
 
-// copyRows64 copies n rows of 64 bytes, stride bytes apart in src, to
-// consecutive rows of dst (pack_amd64.s).
-//
-//go:noescape
-func copyRows64(dst, src *byte, stride, n int)
-
 // packBPanelAsm packs a full B micro-panel from a non-transposed B:
 // d[p*nr:(p+1)*nr] = b[base+p*ldb : base+p*ldb+nr] for p < kc, nr*size
 // being 64 bytes. The caller has checked the bounds.
@@ -145,24 +101,6 @@ func packBPanelAsm[T Float](d, b []T, base, ldb, kc int) {
 // 4 or 6) of a 6×16 (float32) or 6×8 (float64) tile, A element (i, p) at
 // a[p*lda+i], B packed as for sgemmKernel6x16 / dgemmKernel6x8, C as
 // there. They give every element of C the bits of the full kernels.
-
-//go:noescape
-func sgemmKernelS2x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
-
-//go:noescape
-func sgemmKernelS4x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
-
-//go:noescape
-func sgemmKernelS6x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
-
-//go:noescape
-func dgemmKernelS2x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
-
-//go:noescape
-func dgemmKernelS4x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
-
-//go:noescape
-func dgemmKernelS6x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64)
 
 // stridedKernel returns the strided-A kernel for T, or nil where there is
 // none (no assembly).

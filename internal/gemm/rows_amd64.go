@@ -14,33 +14,6 @@ var (
 	zero64 [zeroLen]float64
 )
 
-// sgemmKernelRows6x16 is the float32 micro-kernel reading A in place
-// (rows_amd64.s): for segment t < nseg, row i of the 6×16 tile's A is
-// seglen elements at a[offs[t*ldo+i]+start], or zeros when that offset is
-// negative; b is packed with 16 elements per step of k. At the first
-// offset greater than limit it returns true without writing c.
-//
-//go:noescape
-func sgemmKernelRows6x16(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool)
-
-// dgemmKernelRows6x8 is sgemmKernelRows6x16 for float64: a 6×8 tile, b
-// packed with 8 elements per step of k.
-//
-//go:noescape
-func dgemmKernelRows6x8(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool)
-
-// gatherRows64F32 copies n 64-byte rows, row r from a[offs[r]+delta] or
-// zeros when offs[r] < 0, into consecutive rows of dst (rows_amd64.s); it
-// stops and returns true at an offset greater than limit.
-//
-//go:noescape
-func gatherRows64F32(dst, a, zero *float32, offs *int, n, delta, limit int) (bad bool)
-
-// gatherRows64F64 is gatherRows64F32 for float64.
-//
-//go:noescape
-func gatherRows64F64(dst, a, zero *float64, offs *int, n, delta, limit int) (bad bool)
-
 // rowsKernelFunc computes an mr×nr tile from a Rows A read in place: the
 // k block rk, whose segment t row i starts at data[offs[t*ld+i]+rk.start]
 // (zeros for a negative offset), times the packed B panel b, as
