@@ -116,12 +116,12 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 	pr.kcb = (k + nkb - 1) / nkb
 	if pr.ra.Map != nil {
 		pr.planRowsK()
-		if useAsm && inPlaceRows {
+		if inPlaceRows {
 			pr.kernRows = rowsKernel[T]()
 		}
 	}
-	if useAsm {
-		pr.kernS = stridedKernel[T]()
+	if asm() {
+		pr.kernS, pr.edgeAny = stridedKernel[T]()
 		// A Rows B with a single row block (so run takes lazyB for every
 		// cell) and a stored Aᵀ: the kernels read A's full tiles in place
 		// instead of packing them.
@@ -155,6 +155,12 @@ func (pr *problem[T]) kblock(pc int) int {
 	}
 	return min(pr.kcb, pr.k-pc)
 }
+
+// rowsKernelFunc computes an mr×nr tile from a Rows A read in place: the
+// k block rk, whose segment t row i starts at data[offs[t*ld+i]+rk.start]
+// (zeros for a negative offset), times the packed B panel b, as
+// kernelFunc does for a packed A.
+type rowsKernelFunc[T Float] func(rk rowsCall, offs []int, ld, seg int, data, b, c []T, ldc int, alpha, beta T)
 
 // errOffset is the panic for a segment offset past the data.
 const errOffset = "gemm: a Rows segment offset is past the end of Data"
@@ -224,8 +230,8 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 		d := dst[jr*kc : (jr+nr)*kc]
 		j := j0 + jr
 		s := j / seg
-		if cols == nr && (j+nr-1)/seg == s && nr*int(unsafe.Sizeof(z)) == 64 && useAsm {
-			gatherRows64(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc)
+		if cols == nr && (j+nr-1)/seg == s && nr*int(unsafe.Sizeof(z)) <= 128 && asm() {
+			gatherPanel(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc, nr)
 			continue
 		}
 		if cols < nr {

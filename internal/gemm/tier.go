@@ -1,0 +1,108 @@
+package gemm
+
+import "github.com/tapegrad/tapegrad/internal/cpu"
+
+// tier is the instruction-set tier the package runs: cpu.Tier() (the
+// best the CPU has, capped by TAPEGRAD_ISA), chosen once at start-up.
+// Tests switch it to run every tier the CPU has.
+var tier = cpu.Tier()
+
+// asm reports whether the current tier runs the assembly routines.
+func asm() bool { return tier > cpu.Go }
+
+// Blocking parameters per tier, indexed by cpu.ISA.
+//
+// Go and AVX2 (6×16 float32, 6×8 float64 tiles), tuned on Zen 3 (32 KiB
+// L1D, 512 KiB L2 per core, 32 MiB L3): a 16 KiB B micro-panel in L1, a
+// ~150 KiB A block in L2, a ~4 MiB B block in L3. Scans of kc 192–384 and
+// mc 96–240 at n = 1024 all ran within the machine's noise of these.
+//
+// AVX-512 (6×32 float32, 6×16 float64 tiles), for Zen 5 (48 KiB L1D,
+// 1 MiB L2 per core): a 32 KiB B micro-panel in L1.
+//
+// Variables rather than constants so tests can shrink them.
+var (
+	blocking32 = [...]blocking{
+		cpu.Go:     {nr: 16, mc: 144, kc: 256, nc: 4080},
+		cpu.AVX2:   {nr: 16, mc: 144, kc: 256, nc: 4080},
+		cpu.AVX512: {nr: 32, mc: 144, kc: 256, nc: 4096},
+	}
+	blocking64 = [...]blocking{
+		cpu.Go:     {nr: 8, mc: 72, kc: 256, nc: 4080},
+		cpu.AVX2:   {nr: 8, mc: 72, kc: 256, nc: 4080},
+		cpu.AVX512: {nr: 16, mc: 72, kc: 256, nc: 4096},
+	}
+)
+
+// maxNR is the widest micro-tile of any tier.
+const maxNR = 32
+
+// setup returns the blocking and micro-kernel of the current tier for T.
+func setup[T Float]() (blocking, kernelFunc[T]) {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		var k kernelFunc[float32]
+		switch tier {
+		case cpu.AVX2:
+			k = kernelAVX2F32
+		case cpu.AVX512:
+			k = kernelAVX512F32
+		default:
+			k = kernelGo[float32]
+		}
+		return blocking32[tier], any(k).(kernelFunc[T])
+	default:
+		var k kernelFunc[float64]
+		switch tier {
+		case cpu.AVX2:
+			k = kernelAVX2F64
+		case cpu.AVX512:
+			k = kernelAVX512F64
+		default:
+			k = kernelGo[float64]
+		}
+		return blocking64[tier], any(k).(kernelFunc[T])
+	}
+}
+
+// stridedKernel returns the current tier's strided-A kernel for T, or
+// nil for the Go tier, and whether it computes any edge tile (1 to mr
+// rows, 1 to nr columns) straight into C; otherwise it takes 2, 4 or 6
+// rows and all nr columns.
+func stridedKernel[T Float]() (k stridedKernelFunc[T], anyEdge bool) {
+	var z T
+	_, f32 := any(z).(float32)
+	switch {
+	case tier == cpu.AVX2 && f32:
+		return any(stridedKernelFunc[float32](stridedAVX2F32)).(stridedKernelFunc[T]), false
+	case tier == cpu.AVX2:
+		return any(stridedKernelFunc[float64](stridedAVX2F64)).(stridedKernelFunc[T]), false
+	case tier == cpu.AVX512 && f32:
+		return any(stridedKernelFunc[float32](stridedAVX512F32)).(stridedKernelFunc[T]), true
+	case tier == cpu.AVX512:
+		return any(stridedKernelFunc[float64](stridedAVX512F64)).(stridedKernelFunc[T]), true
+	}
+	return nil, false
+}
+
+// rowsKernel returns the current tier's kernel reading a Rows A in place
+// for T, or nil where A is packed instead (the Go tier).
+func rowsKernel[T Float]() rowsKernelFunc[T] {
+	if blocking32[tier].kc > zeroLen || blocking64[tier].kc > zeroLen {
+		return nil
+	}
+	var z T
+	_, f32 := any(z).(float32)
+	switch {
+	case tier == cpu.AVX2 && f32:
+		return any(rowsKernelFunc[float32](rowsAVX2F32)).(rowsKernelFunc[T])
+	case tier == cpu.AVX2:
+		return any(rowsKernelFunc[float64](rowsAVX2F64)).(rowsKernelFunc[T])
+	case tier == cpu.AVX512 && f32:
+		return any(rowsKernelFunc[float32](rowsAVX512F32)).(rowsKernelFunc[T])
+	case tier == cpu.AVX512:
+		return any(rowsKernelFunc[float64](rowsAVX512F64)).(rowsKernelFunc[T])
+	}
+	return nil
+}
