@@ -536,7 +536,7 @@ type buffers[T Float] struct {
 	roffs []int
 	rld   int
 	tmp   [mr * maxNR]T // edge tile
-	_     [64]byte   // keep tmp of different threads on different cache lines
+	_     [64]byte      // keep tmp of different threads on different cache lines
 }
 
 // slots returns cells per-thread buffers, creating missing ones.
