@@ -48,9 +48,9 @@ func (f OffsetsFunc) Offsets(i0, n int, dst []int, ld int) { f(i0, n, dst, ld) }
 // Rows (k a multiple of a.Seg), op(B) k×n (B stored k×n, or n×k when
 // transB) and C m×n, with Gemm's conventions for strides, beta and
 // threads. The inner dimension is blocked along segment boundaries, and
-// the result is bit-identical for any thread count. On amd64 with
-// AVX2/FMA, float32 rows are read in place by the micro-kernel (no packed
-// copy of A).
+// the result is bit-identical for any thread count. In the assembly
+// tiers (AVX2, AVX-512) A's rows are read in place by the micro-kernel
+// (no packed copy of A).
 func GemmRowsA[T Float](m, n, k int, a Rows[T], transB bool, b []T, ldb int, beta T, c []T, ldc int, threads int) {
 	checkRows("A", m, k, a)
 	br, bc := k, n
