@@ -1,6 +1,10 @@
 package gemm
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
+)
 
 // Wrappers around the assembly routines (avx2_amd64.s, avx512_amd64.s;
 // on other architectures and under the noasm tag their Go twins in
@@ -277,4 +281,41 @@ func gatherPanel[T Float](d, data []T, offs []int, delta, seg, kc, nr int) {
 	if bad {
 		panic(errOffset)
 	}
+}
+
+// gatherSegsPanel packs a B micro-panel of nr columns that are nseg =
+// nr/seg whole segments, seg*size being 32 bytes (any assembly tier) or
+// 64 (AVX-512): d[p*nr+c*seg:][:seg] = data[offs[c*ld+p]:][:seg], or
+// zeros where that offset is negative, for p < kc and c < nseg. It
+// reports whether it packed the panel (false: no routine for this
+// segment size in the current tier), and panics on an offset past
+// len(data)-seg.
+func gatherSegsPanel[T Float](d, data []T, offs []int, ld, seg, kc, nr int) bool {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	nseg := nr / seg
+	if nseg*seg != nr || nseg < 1 || !(seg*size == 32 || seg*size == 64 && tier >= cpu.AVX512) {
+		return false
+	}
+	_, _ = d[kc*nr-1], offs[(nseg-1)*ld+kc-1]
+	if ld < kc {
+		panic("gemm: bad gather panel")
+	}
+	a := unsafe.SliceData(data)
+	limit := len(data) - seg
+	var bad bool
+	switch {
+	case seg*size == 32 && size == 4:
+		bad = gatherSegs32F32((*float32)(unsafe.Pointer(&d[0])), (*float32)(unsafe.Pointer(a)), &zero32[0], &offs[0], ld, kc, nseg, limit)
+	case seg*size == 32:
+		bad = gatherSegs32F64((*float64)(unsafe.Pointer(&d[0])), (*float64)(unsafe.Pointer(a)), &zero64[0], &offs[0], ld, kc, nseg, limit)
+	case size == 4:
+		bad = gatherSegs64F32((*float32)(unsafe.Pointer(&d[0])), (*float32)(unsafe.Pointer(a)), &zero32[0], &offs[0], ld, kc, nseg, limit)
+	default:
+		bad = gatherSegs64F64((*float64)(unsafe.Pointer(&d[0])), (*float64)(unsafe.Pointer(a)), &zero64[0], &offs[0], ld, kc, nseg, limit)
+	}
+	if bad {
+		panic(errOffset)
+	}
+	return true
 }

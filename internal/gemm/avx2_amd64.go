@@ -124,6 +124,14 @@ func dgemmKernelRows6x8(nseg int, seglen int, start int, offs *int, ldo int, a *
 //go:noescape
 func gatherRows64F32(dst *float32, a *float32, zero *float32, offs *int, n int, delta int, limit int) (bad bool)
 
+// gatherSegs32F32 copies n rows of chunks 32-byte chunks into consecutive
+// rows of dst (AVX2): chunk c of row r from a[offs[c*ldo+r]], or from the
+// zero buffer when that offset is negative. An offset greater than
+// limit stops the copy and returns bad = true.
+//
+//go:noescape
+func gatherSegs32F32(dst *float32, a *float32, zero *float32, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+
 // gatherRows64F64 copies n rows of 64 bytes into consecutive rows of dst
 // (AVX2): row r from a[offs[r]+delta], or from the zero buffer when
 // offs[r] < 0. An offset greater than limit stops the copy and returns
@@ -131,3 +139,11 @@ func gatherRows64F32(dst *float32, a *float32, zero *float32, offs *int, n int, 
 //
 //go:noescape
 func gatherRows64F64(dst *float64, a *float64, zero *float64, offs *int, n int, delta int, limit int) (bad bool)
+
+// gatherSegs32F64 copies n rows of chunks 32-byte chunks into consecutive
+// rows of dst (AVX2): chunk c of row r from a[offs[c*ldo+r]], or from the
+// zero buffer when that offset is negative. An offset greater than
+// limit stops the copy and returns bad = true.
+//
+//go:noescape
+func gatherSegs32F64(dst *float64, a *float64, zero *float64, offs *int, ldo int, n int, chunks int, limit int) (bad bool)

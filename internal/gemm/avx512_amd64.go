@@ -138,6 +138,14 @@ func dgemmKernelRows6x16(nseg int, seglen int, start int, offs *int, ldo int, a 
 //go:noescape
 func gatherRows128F32(dst *float32, a *float32, zero *float32, offs *int, n int, delta int, limit int) (bad bool)
 
+// gatherSegs64F32 copies n rows of chunks 64-byte chunks into consecutive
+// rows of dst (AVX-512): chunk c of row r from a[offs[c*ldo+r]], or from the
+// zero buffer when that offset is negative. An offset greater than
+// limit stops the copy and returns bad = true.
+//
+//go:noescape
+func gatherSegs64F32(dst *float32, a *float32, zero *float32, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+
 // gatherRows128F64 copies n rows of 128 bytes into consecutive rows of dst
 // (AVX-512): row r from a[offs[r]+delta], or from the zero buffer when
 // offs[r] < 0. An offset greater than limit stops the copy and returns
@@ -145,3 +153,11 @@ func gatherRows128F32(dst *float32, a *float32, zero *float32, offs *int, n int,
 //
 //go:noescape
 func gatherRows128F64(dst *float64, a *float64, zero *float64, offs *int, n int, delta int, limit int) (bad bool)
+
+// gatherSegs64F64 copies n rows of chunks 64-byte chunks into consecutive
+// rows of dst (AVX-512): chunk c of row r from a[offs[c*ldo+r]], or from the
+// zero buffer when that offset is negative. An offset greater than
+// limit stops the copy and returns bad = true.
+//
+//go:noescape
+func gatherSegs64F64(dst *float64, a *float64, zero *float64, offs *int, ldo int, n int, chunks int, limit int) (bad bool)

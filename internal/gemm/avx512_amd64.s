@@ -3268,6 +3268,50 @@ bad:
 	VZEROUPPER
 	RET
 
+// func gatherSegs64F32(dst *float32, a *float32, zero *float32, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+// Requires: AVX, AVX512F, CMOV
+TEXT ·gatherSegs64F32(SB), NOSPLIT, $0-65
+	MOVQ  dst+0(FP), DI
+	MOVQ  a+8(FP), AX
+	MOVQ  zero+16(FP), DX
+	MOVQ  offs+24(FP), SI
+	MOVQ  ldo+32(FP), R8
+	SHLQ  $0x03, R8
+	MOVQ  n+40(FP), CX
+	TESTQ CX, CX
+	JZ    done
+
+row:
+	MOVQ SI, R10
+	MOVQ chunks+48(FP), R11
+
+chunk:
+	MOVQ    (R10), R9
+	CMPQ    R9, limit+56(FP)
+	JGT     bad
+	TESTQ   R9, R9
+	LEAQ    (AX)(R9*4), R9
+	CMOVQLT DX, R9
+	VMOVUPS (R9), Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x40, DI
+	ADDQ    R8, R10
+	DECQ    R11
+	JNZ     chunk
+	ADDQ    $0x08, SI
+	DECQ    CX
+	JNZ     row
+
+done:
+	MOVB $0x00, bad+64(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	MOVB $0x01, bad+64(FP)
+	VZEROUPPER
+	RET
+
 // func gatherRows128F64(dst *float64, a *float64, zero *float64, offs *int, n int, delta int, limit int) (bad bool)
 // Requires: AVX, AVX512F, CMOV
 TEXT ·gatherRows128F64(SB), NOSPLIT, $0-57
@@ -3304,5 +3348,49 @@ done:
 
 bad:
 	MOVB $0x01, bad+56(FP)
+	VZEROUPPER
+	RET
+
+// func gatherSegs64F64(dst *float64, a *float64, zero *float64, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+// Requires: AVX, AVX512F, CMOV
+TEXT ·gatherSegs64F64(SB), NOSPLIT, $0-65
+	MOVQ  dst+0(FP), DI
+	MOVQ  a+8(FP), AX
+	MOVQ  zero+16(FP), DX
+	MOVQ  offs+24(FP), SI
+	MOVQ  ldo+32(FP), R8
+	SHLQ  $0x03, R8
+	MOVQ  n+40(FP), CX
+	TESTQ CX, CX
+	JZ    done
+
+row:
+	MOVQ SI, R10
+	MOVQ chunks+48(FP), R11
+
+chunk:
+	MOVQ    (R10), R9
+	CMPQ    R9, limit+56(FP)
+	JGT     bad
+	TESTQ   R9, R9
+	LEAQ    (AX)(R9*8), R9
+	CMOVQLT DX, R9
+	VMOVUPD (R9), Z0
+	VMOVUPD Z0, (DI)
+	ADDQ    $0x40, DI
+	ADDQ    R8, R10
+	DECQ    R11
+	JNZ     chunk
+	ADDQ    $0x08, SI
+	DECQ    CX
+	JNZ     row
+
+done:
+	MOVB $0x00, bad+64(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	MOVB $0x01, bad+64(FP)
 	VZEROUPPER
 	RET

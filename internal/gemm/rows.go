@@ -234,6 +234,10 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 			gatherPanel(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc, nr)
 			continue
 		}
+		// A panel of whole segments (a convolution's few input channels).
+		if cols == nr && j == s*seg && asm() && gatherSegsPanel(d, r.Data, offs[s*ld:], ld, seg, kc, nr) {
+			continue
+		}
 		if cols < nr {
 			clear(d)
 		}

@@ -202,12 +202,19 @@ func TestGemmRowsBadArgs(t *testing.T) {
 		dst[n-1] = len(wide32.Data) - 31
 	})
 	c32 := make([]float32, 3*32)
+	// Panels of two 16-wide segments: the AVX-512 segment gather.
+	rc2 := newRowsCase(rng, 6, 2, 16)
+	segs := rowsOf[float32](rc2)
+	segs.Map = OffsetsFunc(func(i0, n int, dst []int, ld int) {
+		rowsOf[float32](rc2).Map.Offsets(i0, n, dst, ld)
+		dst[ld+n-1] = len(segs.Data) - 15
+	})
 	for _, p := range paths(t) {
-		withTier(p.tier, func() { testRowsBadArgs(t, p, past, good, noFn, wide, wide32, rc, b, c, c16, c32) })
+		withTier(p.tier, func() { testRowsBadArgs(t, p, past, good, noFn, wide, wide32, segs, rc, b, c, c16, c32) })
 	}
 }
 
-func testRowsBadArgs(t *testing.T, p path, past, good, noFn, wide, wide32 Rows[float32], rc *rowsCase, b, c, c16, c32 []float32) {
+func testRowsBadArgs(t *testing.T, p path, past, good, noFn, wide, wide32, segs Rows[float32], rc *rowsCase, b, c, c16, c32 []float32) {
 	for _, tc := range []struct {
 		name, want string
 		f          func()
@@ -224,6 +231,7 @@ func testRowsBadArgs(t *testing.T, p path, past, good, noFn, wide, wide32 Rows[f
 		{"B rows past data", "past the end", func() { GemmRowsB(false, 3, 8, 6, c, 6, past, 0, b, 8, 1) }},
 		{"B panel past data", "past the end", func() { GemmRowsB(false, 3, 16, 6, c, 6, wide, 0, c16, 16, 1) }},
 		{"B 32-wide panel past data", "past the end", func() { GemmRowsB(false, 3, 32, 6, c, 6, wide32, 0, c32, 32, 1) }},
+		{"B segment panel past data", "past the end", func() { GemmRowsB(false, 3, 32, 6, c, 6, segs, 0, c32, 32, 1) }},
 	} {
 		t.Run(p.name+"/"+tc.name, func(t *testing.T) {
 			defer func() {

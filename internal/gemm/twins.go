@@ -309,3 +309,49 @@ func gatherRows128F32(dst, a, zero *float32, offs *int, n, delta, limit int) (ba
 func gatherRows128F64(dst, a, zero *float64, offs *int, n, delta, limit int) (bad bool) {
 	return twinGather(16, dst, a, zero, offs, n, delta, limit)
 }
+
+// twinGatherSegs copies n rows of chunks chunks of w elements: chunk c of
+// row r from a[offs[c*ldo+r]:], or from zero for a negative offset; it
+// stops and returns true at an offset past limit.
+func twinGatherSegs[T Float](w int, dst, a, zero *T, offs *int, ldo, n, chunks, limit int) bool {
+	if n == 0 {
+		return false
+	}
+	ds := unsafe.Slice(dst, n*chunks*w)
+	os := unsafe.Slice(offs, (chunks-1)*ldo+n)
+	var as []T
+	if m := limit + w; m > 0 {
+		as = unsafe.Slice(a, m)
+	}
+	zs := unsafe.Slice(zero, w)
+	for r := range n {
+		for c := range chunks {
+			o := os[c*ldo+r]
+			if o > limit {
+				return true
+			}
+			src := zs
+			if o >= 0 {
+				src = as[o : o+w]
+			}
+			copy(ds[(r*chunks+c)*w:][:w], src)
+		}
+	}
+	return false
+}
+
+func gatherSegs32F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int) (bad bool) {
+	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
+}
+
+func gatherSegs32F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
+	return twinGatherSegs(4, dst, a, zero, offs, ldo, n, chunks, limit)
+}
+
+func gatherSegs64F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int) (bad bool) {
+	return twinGatherSegs(16, dst, a, zero, offs, ldo, n, chunks, limit)
+}
+
+func gatherSegs64F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
+	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
+}

@@ -239,7 +239,8 @@ func (g *gen) shlSize(r reg.Register) {
 
 // genAVX2 writes the AVX2/FMA routines: the 6×16 float32 and 6×8 float64
 // micro-kernels (packed A, strided A for 2, 4 and 6 rows, A read in place
-// from a Rows operand), and packing.
+// from a Rows operand), and packing (B panels gathered from a Rows
+// operand whole or in 32-byte segments).
 func genAVX2(g *gen) {
 	g.isa = ymm
 	for _, size := range []int{4, 8} {
@@ -266,13 +267,15 @@ func genAVX2(g *gen) {
 	for _, size := range []int{4, 8} {
 		g.size = size
 		gatherRows(g, 2)
+		gatherSegs(g)
 	}
 }
 
 // genAVX512 writes the AVX-512 routines: the 6×32 float32 and 6×16
 // float64 micro-kernels (packed A; strided A for 1 to 6 rows with masked
 // columns; A read in place from a Rows operand) and the B panel copies for
-// their 128-byte rows. A packing is shared with the AVX2 tier.
+// their 128-byte rows, whole or from 64-byte segments. A packing is
+// shared with the AVX2 tier.
 func genAVX512(g *gen) {
 	g.isa = zmm
 	for _, size := range []int{4, 8} {
@@ -293,6 +296,7 @@ func genAVX512(g *gen) {
 	for _, size := range []int{4, 8} {
 		g.size = size
 		gatherRows(g, 2)
+		gatherSegs(g)
 	}
 }
 

@@ -313,3 +313,58 @@ func gatherRows(g *gen, nv int) {
 	g.VZEROUPPER()
 	g.RET()
 }
+
+// gatherSegs writes gatherSegs<C>F32/F64: n rows of chunks chunks of C =
+// one vector each, chunk c of row r from a[offs[c*ldo+r]:] or zeros: a B
+// micro-panel whose columns span several whole segments of a Rows B.
+func gatherSegs(g *gen) {
+	w := g.isa.bytes
+	suffix := "F32"
+	if g.size == 8 {
+		suffix = "F64"
+	}
+	t := g.goType()
+	name := fmt.Sprintf("gatherSegs%d%s", w, suffix)
+	g.fn(name, fmt.Sprintf("func(dst, a, zero *%s, offs *int, ldo, n, chunks, limit int) (bad bool)", t),
+		fmt.Sprintf("%s copies n rows of chunks %d-byte chunks into consecutive", name, w),
+		fmt.Sprintf("rows of dst (%s): chunk c of row r from a[offs[c*ldo+r]], or from the", g.isa.name),
+		"zero buffer when that offset is negative. An offset greater than",
+		"limit stops the copy and returns bad = true.")
+	g.Load(g.Param("dst"), reg.RDI)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("zero"), reg.RDX)
+	g.Load(g.Param("offs"), reg.RSI)
+	g.Load(g.Param("ldo"), reg.R8)
+	g.SHLQ(imm(3), reg.R8)
+	g.Load(g.Param("n"), reg.RCX)
+	bad := g.arg("bad")
+	g.TESTQ(reg.RCX, reg.RCX)
+	g.JZ(lbl("done"))
+	g.Label("row")
+	g.MOVQ(reg.RSI, reg.R10)
+	g.Load(g.Param("chunks"), reg.R11)
+	g.Label("chunk")
+	g.MOVQ(mem(reg.R10, 0), reg.R9)
+	g.CMPQ(reg.R9, g.arg("limit"))
+	g.JGT(lbl("bad"))
+	g.TESTQ(reg.R9, reg.R9)
+	g.LEAQ(memi(reg.RAX, reg.R9, uint8(g.size), 0), reg.R9)
+	g.CMOVQLT(reg.RDX, reg.R9)
+	g.vmov(mem(reg.R9, 0), g.v(0))
+	g.vmov(g.v(0), mem(reg.RDI, 0))
+	g.ADDQ(imm(w), reg.RDI)
+	g.ADDQ(reg.R8, reg.R10)
+	g.DECQ(reg.R11)
+	g.JNZ(lbl("chunk"))
+	g.ADDQ(imm(8), reg.RSI)
+	g.DECQ(reg.RCX)
+	g.JNZ(lbl("row"))
+	g.Label("done")
+	g.MOVB(imm(0), bad)
+	g.VZEROUPPER()
+	g.RET()
+	g.Label("bad")
+	g.MOVB(imm(1), bad)
+	g.VZEROUPPER()
+	g.RET()
+}
