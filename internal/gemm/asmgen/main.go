@@ -31,13 +31,6 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("asmgen: ")
-	files := []struct {
-		name string
-		body func(g *gen)
-	}{
-		{"avx2", genAVX2},
-		{"avx512", genAVX512},
-	}
 	for _, f := range files {
 		asm, stubs, err := generate(f.body)
 		if err != nil {
@@ -46,6 +39,15 @@ func main() {
 		write(filepath.Join(*dir, f.name+"_amd64.s"), asm)
 		write(filepath.Join(*dir, f.name+"_amd64.go"), stubs)
 	}
+}
+
+// files are the file pairs asmgen writes: name_amd64.s and name_amd64.go.
+var files = []struct {
+	name string
+	body func(g *gen)
+}{
+	{"avx2", genAVX2},
+	{"avx512", genAVX512},
 }
 
 func write(path string, data []byte) {
