@@ -20,42 +20,42 @@ func sgemmKernel6x16(k int, a *float32, b *float32, c *float32, ldc int, alpha f
 //go:noescape
 func dgemmKernel6x8(k int, a *float64, b *float64, c *float64, ldc int, alpha float64, beta float64)
 
-// sgemmKernelS2x16 computes the first 2 rows of a 6×16 tile (float32, AVX2)
+// sgemmKernelS2x16 computes rows 0..1 of a 6×16 tile (float32, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS2x16(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// sgemmKernelS4x16 computes the first 4 rows of a 6×16 tile (float32, AVX2)
+// sgemmKernelS4x16 computes rows 0..3 of a 6×16 tile (float32, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// sgemmKernelS6x16 computes the first 6 rows of a 6×16 tile (float32, AVX2)
+// sgemmKernelS6x16 computes rows 0..5 of a 6×16 tile (float32, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS6x16(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
 
-// dgemmKernelS2x8 computes the first 2 rows of a 6×8 tile (float64, AVX2)
+// dgemmKernelS2x8 computes rows 0..1 of a 6×8 tile (float64, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS2x8(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64)
 
-// dgemmKernelS4x8 computes the first 4 rows of a 6×8 tile (float64, AVX2)
+// dgemmKernelS4x8 computes rows 0..3 of a 6×8 tile (float64, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS4x8(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64)
 
-// dgemmKernelS6x8 computes the first 6 rows of a 6×8 tile (float64, AVX2)
+// dgemmKernelS6x8 computes rows 0..5 of a 6×8 tile (float64, AVX2),
 // with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8.
 // Every element gets the full kernel's operations in the same order.
 //

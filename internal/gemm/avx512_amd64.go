@@ -20,85 +20,109 @@ func sgemmKernel6x32(k int, a *float32, b *float32, c *float32, ldc int, alpha f
 //go:noescape
 func dgemmKernel6x16(k int, a *float64, b *float64, c *float64, ldc int, alpha float64, beta float64)
 
-// sgemmKernelS1x32 computes the first 1 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS1x32 computes rows 0..0 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS1x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// sgemmKernelS2x32 computes the first 2 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS2x32 computes rows 0..1 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS2x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// sgemmKernelS3x32 computes the first 3 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS3x32 computes rows 0..2 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS3x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// sgemmKernelS4x32 computes the first 4 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS4x32 computes rows 0..3 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS4x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// sgemmKernelS5x32 computes the first 5 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS5x32 computes rows 0..4 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS5x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// sgemmKernelS6x32 computes the first 6 rows of a 6×32 tile (float32, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// sgemmKernelS6x32 computes rows 0..5 of a 6×32 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x32.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func sgemmKernelS6x32(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32, mask uint64)
 
-// dgemmKernelS1x16 computes the first 1 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS1x16 computes rows 0..0 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS1x16(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64, mask uint64)
 
-// dgemmKernelS2x16 computes the first 2 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS2x16 computes rows 0..1 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS2x16(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64, mask uint64)
 
-// dgemmKernelS3x16 computes the first 3 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS3x16 computes rows 0..2 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS3x16(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64, mask uint64)
 
-// dgemmKernelS4x16 computes the first 4 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS4x16 computes rows 0..3 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS4x16(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64, mask uint64)
 
-// dgemmKernelS5x16 computes the first 5 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS5x16 computes rows 0..4 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape
 func dgemmKernelS5x16(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64, mask uint64)
 
-// dgemmKernelS6x16 computes the first 6 rows of a 6×16 tile (float64, AVX-512)
-// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0.
+// dgemmKernelS6x16 computes rows 0..5 of a 6×16 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x16.
+// Only the columns whose bit is set in mask (bit j: column j) are
+// written, and read when beta != ±0.
 // Every element gets the full kernel's operations in the same order.
 //
 //go:noescape

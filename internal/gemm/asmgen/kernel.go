@@ -156,13 +156,6 @@ func prefetchA(g *gen) int {
 	return 576
 }
 
-func (s kernelShape) maskDoc(g *gen) string {
-	if !s.masked {
-		return ""
-	}
-	return fmt.Sprintf("; only the columns whose bit is set in mask (bit j: column j) are written, and only those read with beta != 0")
-}
-
 // kernelPacked writes the micro-kernel for a packed A (6 elements per
 // step of k) and packed B (nr per step).
 func kernelPacked(g *gen, s kernelShape) {
@@ -222,10 +215,16 @@ func kernelStrided(g *gen, s kernelShape) {
 	if s.masked {
 		sig = fmt.Sprintf("func(k int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, mask uint64)", t, t, t)
 	}
-	g.fn(name, sig,
-		fmt.Sprintf("%s computes the first %d rows of a %d×%d tile (%s, %s)", name, s.rows, 6, nr, t, g.isa.name),
-		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d%s.", g.prefix(), nr, s.maskDoc(g)),
-		"Every element gets the full kernel's operations in the same order.")
+	doc := []string{
+		fmt.Sprintf("%s computes rows 0..%d of a 6×%d tile (%s, %s),", name, s.rows-1, nr, t, g.isa.name),
+		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d.", g.prefix(), nr),
+	}
+	if s.masked {
+		doc = append(doc, "Only the columns whose bit is set in mask (bit j: column j) are",
+			"written, and read when beta != ±0.")
+	}
+	doc = append(doc, "Every element gets the full kernel's operations in the same order.")
+	g.fn(name, sig, doc...)
 	g.Load(g.Param("k"), reg.RCX)
 	g.Load(g.Param("a"), reg.RAX)
 	g.Load(g.Param("lda"), reg.R10)
