@@ -28,7 +28,9 @@
 //   - avx512 (AVX-512 F/BW/VL/DQ): 6×32 float32 and 6×16 float64 tiles,
 //     twelve ZMM accumulators updated with VFMADD231PS/PD from broadcasts
 //     of A; edge tiles of any size are computed straight into C with
-//     masked loads and stores.
+//     masked loads and stores. Products no wider than an AVX2 tile (16
+//     float32 or 8 float64 columns) run the AVX2 kernels instead, at the
+//     same FMA rate without a half-empty tile.
 //   - avx2 (AVX2 and FMA3): 6×16 float32 and 6×8 float64 tiles, twelve YMM
 //     accumulators; packing A uses a 6×8 register transpose, packing B
 //     64-byte row copies (AVX-512 copies 128-byte rows).

@@ -74,7 +74,8 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		ws = getWorkspace()
 		defer putWorkspace(ws)
 	}
-	blk, kern := setup[T]()
+	isa := problemTier[T](n)
+	blk, kern := setup[T](isa)
 	pr := problem[T]{
 		transA: transA, transB: transB,
 		m: m, n: n, k: k,
@@ -82,7 +83,7 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
 		blk: blk, kern: kern,
 	}
-	pr.kernS, pr.edgeAny = stridedKernel[T]()
+	pr.kernS, pr.edgeAny = stridedKernel[T](isa)
 	// Inner-dimension blocks of near-equal size; they depend on k only.
 	nkb := (k + blk.kc - 1) / blk.kc
 	pr.kcb = (k + nkb - 1) / nkb

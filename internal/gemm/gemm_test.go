@@ -377,8 +377,8 @@ func TestKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, p := range paths(t) {
 		withTier(p.tier, func() {
-			b32, k32 := setup[float32]()
-			b64, k64 := setup[float64]()
+			b32, k32 := setup[float32](p.tier)
+			b64, k64 := setup[float64](p.tier)
 			t.Run(p.name+"/float32", func(t *testing.T) { testKernel(t, rng, k32, b32.nr, 0x1p-23) })
 			t.Run(p.name+"/float64", func(t *testing.T) { testKernel(t, rng, k64, b64.nr, 0x1p-52) })
 		})
@@ -400,12 +400,12 @@ func TestStridedKernels(t *testing.T) {
 }
 
 func testStrided[T Float](t *testing.T, rng *rand.Rand) {
-	kernS, anyEdge := stridedKernel[T]()
+	kernS, anyEdge := stridedKernel[T](tier)
 	if kernS == nil {
 		t.Logf("tier %v has no strided kernels", tier)
 		return
 	}
-	blk, kern := setup[T]()
+	blk, kern := setup[T](tier)
 	nr := blk.nr
 	rowsList, colsList := []int{2, 4, 6}, []int{nr}
 	if anyEdge {

@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // Rows is a matrix whose rows are gathered from a backing slice, the way
@@ -111,17 +113,18 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 	}
 	ws := getWorkspace()
 	defer putWorkspace(ws)
-	pr.blk, pr.kern = setup[T]()
+	isa := problemTier[T](n)
+	pr.blk, pr.kern = setup[T](isa)
 	nkb := (k + pr.blk.kc - 1) / pr.blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
 	if pr.ra.Map != nil {
 		pr.planRowsK()
 		if inPlaceRows {
-			pr.kernRows = rowsKernel[T]()
+			pr.kernRows = rowsKernel[T](isa)
 		}
 	}
-	if asm() {
-		pr.kernS, pr.edgeAny = stridedKernel[T]()
+	if isa > cpu.Go {
+		pr.kernS, pr.edgeAny = stridedKernel[T](isa)
 		// A Rows B with a single row block (so run takes lazyB for every
 		// cell) and a stored Aᵀ: the kernels read A's full tiles in place
 		// instead of packing them.

@@ -156,7 +156,7 @@ func TestGemmRows(t *testing.T) {
 func TestGemmRowsInPlaceMatchesPacked(t *testing.T) {
 	for _, p := range paths(t) {
 		withTier(p.tier, func() {
-			if rowsKernel[float32]() == nil {
+			if rowsKernel[float32](p.tier) == nil {
 				t.Logf("tier %v has no in-place Rows kernels: both runs pack A", p.tier)
 			}
 			rng := rand.New(rand.NewPCG(13, 14))

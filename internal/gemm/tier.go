@@ -37,13 +37,31 @@ var (
 // maxNR is the widest micro-tile of any tier.
 const maxNR = 32
 
-// setup returns the blocking and micro-kernel of the current tier for T.
-func setup[T Float]() (blocking, kernelFunc[T]) {
+// problemTier is the tier whose kernels compute a product with n columns:
+// the current tier, except that AVX-512 hands products no wider than an
+// AVX2 tile (16 float32 or 8 float64 columns) to the AVX2 kernels, which
+// run them at the same FMA rate without a half-empty tile (a convolution
+// with few channels). The choice depends on the shape only, so results
+// stay bit-identical for any thread count.
+func problemTier[T Float](n int) cpu.ISA {
+	var z T
+	nr := blocking64[cpu.AVX2].nr
+	if _, ok := any(z).(float32); ok {
+		nr = blocking32[cpu.AVX2].nr
+	}
+	if tier == cpu.AVX512 && n <= nr {
+		return cpu.AVX2
+	}
+	return tier
+}
+
+// setup returns the blocking and micro-kernel of tier isa for T.
+func setup[T Float](isa cpu.ISA) (blocking, kernelFunc[T]) {
 	var z T
 	switch any(z).(type) {
 	case float32:
 		var k kernelFunc[float32]
-		switch tier {
+		switch isa {
 		case cpu.AVX2:
 			k = kernelAVX2F32
 		case cpu.AVX512:
@@ -51,10 +69,10 @@ func setup[T Float]() (blocking, kernelFunc[T]) {
 		default:
 			k = kernelGo[float32]
 		}
-		return blocking32[tier], any(k).(kernelFunc[T])
+		return blocking32[isa], any(k).(kernelFunc[T])
 	default:
 		var k kernelFunc[float64]
-		switch tier {
+		switch isa {
 		case cpu.AVX2:
 			k = kernelAVX2F64
 		case cpu.AVX512:
@@ -62,46 +80,46 @@ func setup[T Float]() (blocking, kernelFunc[T]) {
 		default:
 			k = kernelGo[float64]
 		}
-		return blocking64[tier], any(k).(kernelFunc[T])
+		return blocking64[isa], any(k).(kernelFunc[T])
 	}
 }
 
-// stridedKernel returns the current tier's strided-A kernel for T, or
-// nil for the Go tier, and whether it computes any edge tile (1 to mr
+// stridedKernel returns tier isa's strided-A kernel for T, or nil for
+// the Go tier, and whether it computes any edge tile (1 to mr
 // rows, 1 to nr columns) straight into C; otherwise it takes 2, 4 or 6
 // rows and all nr columns.
-func stridedKernel[T Float]() (k stridedKernelFunc[T], anyEdge bool) {
+func stridedKernel[T Float](isa cpu.ISA) (k stridedKernelFunc[T], anyEdge bool) {
 	var z T
 	_, f32 := any(z).(float32)
 	switch {
-	case tier == cpu.AVX2 && f32:
+	case isa == cpu.AVX2 && f32:
 		return any(stridedKernelFunc[float32](stridedAVX2F32)).(stridedKernelFunc[T]), false
-	case tier == cpu.AVX2:
+	case isa == cpu.AVX2:
 		return any(stridedKernelFunc[float64](stridedAVX2F64)).(stridedKernelFunc[T]), false
-	case tier == cpu.AVX512 && f32:
+	case isa == cpu.AVX512 && f32:
 		return any(stridedKernelFunc[float32](stridedAVX512F32)).(stridedKernelFunc[T]), true
-	case tier == cpu.AVX512:
+	case isa == cpu.AVX512:
 		return any(stridedKernelFunc[float64](stridedAVX512F64)).(stridedKernelFunc[T]), true
 	}
 	return nil, false
 }
 
-// rowsKernel returns the current tier's kernel reading a Rows A in place
-// for T, or nil where A is packed instead (the Go tier).
-func rowsKernel[T Float]() rowsKernelFunc[T] {
-	if blocking32[tier].kc > zeroLen || blocking64[tier].kc > zeroLen {
+// rowsKernel returns tier isa's kernel reading a Rows A in place for T,
+// or nil where A is packed instead (the Go tier).
+func rowsKernel[T Float](isa cpu.ISA) rowsKernelFunc[T] {
+	if blocking32[isa].kc > zeroLen || blocking64[isa].kc > zeroLen {
 		return nil
 	}
 	var z T
 	_, f32 := any(z).(float32)
 	switch {
-	case tier == cpu.AVX2 && f32:
+	case isa == cpu.AVX2 && f32:
 		return any(rowsKernelFunc[float32](rowsAVX2F32)).(rowsKernelFunc[T])
-	case tier == cpu.AVX2:
+	case isa == cpu.AVX2:
 		return any(rowsKernelFunc[float64](rowsAVX2F64)).(rowsKernelFunc[T])
-	case tier == cpu.AVX512 && f32:
+	case isa == cpu.AVX512 && f32:
 		return any(rowsKernelFunc[float32](rowsAVX512F32)).(rowsKernelFunc[T])
-	case tier == cpu.AVX512:
+	case isa == cpu.AVX512:
 		return any(rowsKernelFunc[float64](rowsAVX512F64)).(rowsKernelFunc[T])
 	}
 	return nil
