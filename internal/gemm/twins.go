@@ -168,44 +168,56 @@ func twinCopyRows(w int, dst, src *byte, stride, n int) {
 
 // The AVX2 routines.
 
+// sgemmKernel6x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernel6x16(k int, a, b, c *float32, ldc int, alpha, beta float32) {
 	twinStrided(6, 16, k, a, 6, b, c, ldc, alpha, beta, colMask(16))
 }
 
+// dgemmKernel6x8 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernel6x8(k int, a, b, c *float64, ldc int, alpha, beta float64) {
 	twinStrided(6, 8, k, a, 6, b, c, ldc, alpha, beta, colMask(8))
 }
 
+// sgemmKernelS2x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS2x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
 	twinStrided(2, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
 }
 
+// sgemmKernelS4x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS4x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
 	twinStrided(4, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
 }
 
+// sgemmKernelS6x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS6x16(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
 	twinStrided(6, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
 }
 
+// dgemmKernelS2x8 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS2x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
 	twinStrided(2, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
 }
 
+// dgemmKernelS4x8 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS4x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
 	twinStrided(4, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
 }
 
+// dgemmKernelS6x8 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS6x8(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
 	twinStrided(6, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
 }
 
+// packA6x8F32 is the Go twin of the assembly routine: the packing loop of twinPackA6.
 func packA6x8F32(dst, src *float32, lda, n8 int) { twinPackA6(dst, src, lda, 8*n8) }
 
+// packA6x4F64 is the Go twin of the assembly routine: the packing loop of twinPackA6.
 func packA6x4F64(dst, src *float64, lda, n4 int) { twinPackA6(dst, src, lda, 4*n4) }
 
+// copyRows64 is the Go twin of the assembly routine: the row copy of twinCopyRows.
 func copyRows64(dst, src *byte, stride, n int) { twinCopyRows(64, dst, src, stride, n) }
 
+// packAT6NF32 is the Go twin of the assembly routine: its helper.
 func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32) {
 	extra := 0
 	if mask != nil {
@@ -216,96 +228,120 @@ func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32) {
 	twinPackAT6(dst, src, lda, kc, np, extra)
 }
 
+// packAT6NF64 is the Go twin of the assembly routine: the packing loop of twinPackAT6.
 func packAT6NF64(dst, src *float64, lda, kc, np int) { twinPackAT6(dst, src, lda, kc, np, 0) }
 
+// sgemmKernelRows6x16 is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
 func sgemmKernelRows6x16(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
 	return twinRows(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
 
+// dgemmKernelRows6x8 is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
 func dgemmKernelRows6x8(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinRows(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
 
+// gatherRows64F32 is the Go twin of the assembly routine: the row gather of twinGather.
 func gatherRows64F32(dst, a, zero *float32, offs *int, n, delta, limit int) (bad bool) {
 	return twinGather(16, dst, a, zero, offs, n, delta, limit)
 }
 
+// gatherRows64F64 is the Go twin of the assembly routine: the row gather of twinGather.
 func gatherRows64F64(dst, a, zero *float64, offs *int, n, delta, limit int) (bad bool) {
 	return twinGather(8, dst, a, zero, offs, n, delta, limit)
 }
 
 // The AVX-512 routines.
 
+// sgemmKernel6x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernel6x32(k int, a, b, c *float32, ldc int, alpha, beta float32) {
 	twinStrided(6, 32, k, a, 6, b, c, ldc, alpha, beta, colMask(32))
 }
 
+// dgemmKernel6x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernel6x16(k int, a, b, c *float64, ldc int, alpha, beta float64) {
 	twinStrided(6, 16, k, a, 6, b, c, ldc, alpha, beta, colMask(16))
 }
 
+// sgemmKernelS1x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS1x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(1, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// sgemmKernelS2x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS2x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(2, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// sgemmKernelS3x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS3x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(3, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// sgemmKernelS4x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS4x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(4, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// sgemmKernelS5x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS5x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(5, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// sgemmKernelS6x32 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func sgemmKernelS6x32(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, mask uint64) {
 	twinStrided(6, 32, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS1x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS1x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(1, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS2x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS2x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(2, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS3x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS3x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(3, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS4x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS4x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(4, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS5x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS5x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(5, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// dgemmKernelS6x16 is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
 func dgemmKernelS6x16(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64, mask uint64) {
 	twinStrided(6, 16, k, a, lda, b, c, ldc, alpha, beta, mask)
 }
 
+// copyRows128 is the Go twin of the assembly routine: the row copy of twinCopyRows.
 func copyRows128(dst, src *byte, stride, n int) { twinCopyRows(128, dst, src, stride, n) }
 
+// sgemmKernelRows6x32 is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
 func sgemmKernelRows6x32(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
 	return twinRows(32, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
 
+// dgemmKernelRows6x16 is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
 func dgemmKernelRows6x16(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinRows(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
 
+// gatherRows128F32 is the Go twin of the assembly routine: the row gather of twinGather.
 func gatherRows128F32(dst, a, zero *float32, offs *int, n, delta, limit int) (bad bool) {
 	return twinGather(32, dst, a, zero, offs, n, delta, limit)
 }
 
+// gatherRows128F64 is the Go twin of the assembly routine: the row gather of twinGather.
 func gatherRows128F64(dst, a, zero *float64, offs *int, n, delta, limit int) (bad bool) {
 	return twinGather(16, dst, a, zero, offs, n, delta, limit)
 }
@@ -340,18 +376,22 @@ func twinGatherSegs[T Float](w int, dst, a, zero *T, offs *int, ldo, n, chunks, 
 	return false
 }
 
+// gatherSegs32F32 is the Go twin of the assembly routine: the segment gather of twinGatherSegs.
 func gatherSegs32F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
 }
 
+// gatherSegs32F64 is the Go twin of the assembly routine: the segment gather of twinGatherSegs.
 func gatherSegs32F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(4, dst, a, zero, offs, ldo, n, chunks, limit)
 }
 
+// gatherSegs64F32 is the Go twin of the assembly routine: the segment gather of twinGatherSegs.
 func gatherSegs64F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(16, dst, a, zero, offs, ldo, n, chunks, limit)
 }
 
+// gatherSegs64F64 is the Go twin of the assembly routine: the segment gather of twinGatherSegs.
 func gatherSegs64F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
 }
