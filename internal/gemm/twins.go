@@ -217,7 +217,8 @@ func packA6x4F64(dst, src *float64, lda, n4 int) { twinPackA6(dst, src, lda, 4*n
 // copyRows64 is the Go twin of the assembly routine: the row copy of twinCopyRows.
 func copyRows64(dst, src *byte, stride, n int) { twinCopyRows(64, dst, src, stride, n) }
 
-// packAT6NF32 is the Go twin of the assembly routine: its helper.
+// packAT6NF32 is the Go twin of the assembly routine: the packing loop of
+// twinPackAT6, the mask giving the partial panel's columns.
 func packAT6NF32(dst, src *float32, lda, kc, np int, mask *[8]int32) {
 	extra := 0
 	if mask != nil {
