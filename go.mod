@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/chewxy/math32 v1.11.1
+	github.com/mmcloughlin/avo v0.6.0
 	github.com/schollz/progressbar/v3 v3.17.1
 	golang.org/x/sys v0.30.0
 	gonum.org/v1/plot v0.15.0
@@ -30,8 +31,11 @@ require (
 	github.com/xtgo/set v1.0.0 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/image v0.21.0 // indirect
+	golang.org/x/mod v0.23.0 // indirect
+	golang.org/x/sync v0.11.0 // indirect
 	golang.org/x/term v0.26.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
+	golang.org/x/tools v0.30.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	gonum.org/v1/gonum v0.15.1 // indirect
 	google.golang.org/protobuf v1.25.0 // indirect

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // BenchmarkSgemm and BenchmarkDgemm multiply square n×n matrices (C = A*B,
@@ -110,9 +112,9 @@ func BenchmarkSgemmConv(b *testing.B) {
 // BenchmarkGemmPortable measures the portable Go micro-kernel (the path
 // used without AVX2/FMA or under the noasm tag) at n = 512, 1 thread.
 func BenchmarkGemmPortable(b *testing.B) {
-	old := useAsm
-	useAsm = false
-	defer func() { useAsm = old }()
+	old := tier
+	tier = cpu.Go
+	defer func() { tier = old }()
 	b.Run("float32", func(b *testing.B) { benchSquare[float32](b, 512, 1) })
 	b.Run("float64", func(b *testing.B) { benchSquare[float64](b, 512, 1) })
 }

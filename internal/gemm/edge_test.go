@@ -50,7 +50,7 @@ func sameBits[T Float](t *testing.T, name string, m, n, ldc int, got, want []T) 
 func TestEdgeTilesMatchFullTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, p := range paths(t) {
-		withAsm(p.asm, func() {
+		withTier(p.tier, func() {
 			for _, m := range []int{1, 2, 3, 4, 5, 7, 8, 10, 32, 64, 131} {
 				for _, n := range []int{5, 16, 21, 48} {
 					for _, k := range []int{1, 7, 300} {

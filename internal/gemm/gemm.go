@@ -22,22 +22,8 @@ type blocking struct {
 	nc int // columns of a packed B block (multiple of nr); sized for L3
 }
 
-// Blocking parameters for Zen 3 (32 KiB L1D, 512 KiB L2 per core, 32 MiB
-// L3): a 16 KiB B micro-panel in L1, a ~150 KiB A block in L2, a ~4 MiB B
-// block in L3. Scans of kc 192–384 and mc 96–240 at n = 1024 all ran within
-// the machine's noise of these. Variables rather than constants so tests
-// can shrink them.
-var (
-	blocking32 = blocking{nr: 16, mc: 144, kc: 256, nc: 4080}
-	blocking64 = blocking{nr: 8, mc: 72, kc: 256, nc: 4080}
-
-	// wholeKBytes bounds the packed B of all k blocks (see problem.run).
-	wholeKBytes = 4 << 20
-)
-
-// useAsm selects the assembly micro-kernels when the CPU supports them.
-// Tests switch it off to exercise the portable path.
-var useAsm = asmSupported
+// wholeKBytes bounds the packed B of all k blocks (see problem.run).
+var wholeKBytes = 4 << 20
 
 // kernelFunc computes, for an mr×nr tile,
 //
@@ -46,31 +32,12 @@ var useAsm = asmSupported
 // summing p = 0..kc-1 in order. With beta == 0, c is not read.
 type kernelFunc[T Float] func(kc int, a, b, c []T, ldc int, alpha, beta T)
 
-// stridedKernelFunc computes rows [0, rows) of an mr×nr tile (rows 2, 4
-// or 6) like kernelFunc, with A element (i, p) at a[p*lda+i]: lda = mr is
-// a packed panel, a larger lda an A stored k×m read in place. For every
-// element of C it performs the full kernel's operations in the same
-// order.
-type stridedKernelFunc[T Float] func(rows, kc int, a []T, lda int, b, c []T, ldc int, alpha, beta T)
-
-// setup returns the blocking and micro-kernel for T.
-func setup[T Float]() (blocking, kernelFunc[T]) {
-	var z T
-	switch any(z).(type) {
-	case float32:
-		k := any(kernelFunc[float32](kernelGo[float32])).(kernelFunc[T])
-		if useAsm && asmKernel32 != nil {
-			k = any(asmKernel32).(kernelFunc[T])
-		}
-		return blocking32, k
-	default:
-		k := any(kernelFunc[float64](kernelGo[float64])).(kernelFunc[T])
-		if useAsm && asmKernel64 != nil {
-			k = any(asmKernel64).(kernelFunc[T])
-		}
-		return blocking64, k
-	}
-}
+// stridedKernelFunc computes rows [0, rows) and columns [0, cols) of an
+// mr×nr tile like kernelFunc, with A element (i, p) at a[p*lda+i]: lda =
+// mr is a packed panel, a larger lda an A stored k×m read in place. For
+// every element of C it performs the full kernel's operations in the same
+// order. Which rows and cols a tier's kernel takes: see stridedKernel.
+type stridedKernelFunc[T Float] func(rows, cols, kc int, a []T, lda int, b, c []T, ldc int, alpha, beta T)
 
 // Gemm computes C = alpha*op(A)*op(B) + beta*C, op(X) = X or X^T, with C
 // m×n, op(A) m×k and op(B) k×n. All matrices are row-major; lda, ldb and
@@ -107,7 +74,8 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		ws = getWorkspace()
 		defer putWorkspace(ws)
 	}
-	blk, kern := setup[T]()
+	isa := problemTier[T](n)
+	blk, kern := setup[T](isa)
 	pr := problem[T]{
 		transA: transA, transB: transB,
 		m: m, n: n, k: k,
@@ -115,9 +83,7 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
 		blk: blk, kern: kern,
 	}
-	if useAsm {
-		pr.kernS = stridedKernel[T]()
-	}
+	pr.kernS, pr.edgeAny = stridedKernel[T](isa)
 	// Inner-dimension blocks of near-equal size; they depend on k only.
 	nkb := (k + blk.kc - 1) / blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
@@ -250,6 +216,8 @@ type problem[T Float] struct {
 	// tiles of an A stored k×m in place (lazyB).
 	kernS    stridedKernelFunc[T]
 	inPlaceA bool
+	// edgeAny: kernS computes any edge tile straight into C.
+	edgeAny bool
 }
 
 // run computes rows [i0, i1) and columns [j0, j1) of C. i0 and j0 are
@@ -408,7 +376,7 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 			switch {
 			case pr.inPlaceA && ir < full:
 				if nrr == nr {
-					pr.kernS(mr, kc, pr.a[pc*pr.lda+ic+ir:], pr.lda, bpan, c[off:], ldc, alpha, beta)
+					pr.kernS(mr, nr, kc, pr.a[pc*pr.lda+ic+ir:], pr.lda, bpan, c[off:], ldc, alpha, beta)
 					continue
 				}
 				// A column-edge tile: its A panel read in place too.
@@ -459,8 +427,11 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 func (pr *problem[T]) edge(buf *buffers[T], mrr, nrr int, a []T, lda int, bpan []T, off, kc int, beta T) {
 	nr, c, ldc := pr.blk.nr, pr.c, pr.ldc
 	rows := min(mr, (mrr+1)&^1)
-	if rows == mrr && nrr == nr {
-		pr.kernS(rows, kc, a, lda, bpan, c[off:], ldc, pr.alpha, beta)
+	if pr.edgeAny {
+		rows = mrr
+	}
+	if rows == mrr && (nrr == nr || pr.edgeAny) {
+		pr.kernS(rows, nrr, kc, a, lda, bpan, c[off:], ldc, pr.alpha, beta)
 		return
 	}
 	tmp := buf.tmp[:mr*nr]
@@ -469,7 +440,7 @@ func (pr *problem[T]) edge(buf *buffers[T], mrr, nrr int, a []T, lda int, bpan [
 			copy(tmp[i*nr:i*nr+nrr], c[off+i*ldc:off+i*ldc+nrr])
 		}
 	}
-	pr.kernS(rows, kc, a, lda, bpan, tmp, nr, pr.alpha, beta)
+	pr.kernS(rows, nr, kc, a, lda, bpan, tmp, nr, pr.alpha, beta)
 	for i := range mrr {
 		copy(c[off+i*ldc:off+i*ldc+nrr], tmp[i*nr:i*nr+nrr])
 	}
@@ -565,8 +536,8 @@ type buffers[T Float] struct {
 	offs  []int
 	roffs []int
 	rld   int
-	tmp   [mr * 16]T // edge tile
-	_     [64]byte   // keep tmp of different threads on different cache lines
+	tmp   [mr * maxNR]T // edge tile
+	_     [64]byte      // keep tmp of different threads on different cache lines
 }
 
 // slots returns cells per-thread buffers, creating missing ones.

@@ -5,42 +5,69 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
-// path is one micro-kernel path under test.
+// path is one ISA tier under test.
 type path struct {
 	name string
-	asm  bool
+	tier cpu.ISA
 }
 
-// paths returns the kernel paths to test: portable always, assembly when
-// this CPU and build have it.
+// paths returns the tiers to test: every tier this CPU and build run,
+// each logged as run or not run. Under the noasm tag or off amd64 the
+// assembly tiers run on the Go twins of their routines (twins.go).
 func paths(t *testing.T) []path {
 	t.Helper()
-	ps := []path{{"portable", false}}
-	if asmSupported {
-		ps = append(ps, path{"asm", true})
-	} else {
-		t.Log("assembly kernels not available on this CPU/build; testing the portable path only")
+	var ps []path
+	for _, isa := range cpu.ISAs {
+		switch {
+		case isa == cpu.Go || cpu.Has(isa) && !goTwins:
+			ps = append(ps, path{isa.String(), isa})
+		case goTwins:
+			ps = append(ps, path{isa.String() + "-twins", isa})
+		}
 	}
+	logTiers(t)
 	return ps
 }
 
-// withAsm runs f with useAsm set to on and restores it afterwards.
-func withAsm(on bool, f func()) {
-	old := useAsm
-	useAsm = on
-	defer func() { useAsm = old }()
+// logTiers logs, once per test, which tiers run and which do not.
+func logTiers(t *testing.T) {
+	t.Helper()
+	for _, isa := range cpu.ISAs {
+		switch {
+		case isa == cpu.Go || cpu.Has(isa) && !goTwins:
+			t.Logf("tier %-6v: run (assembly where the tier has it)", isa)
+		case goTwins:
+			t.Logf("tier %-6v: run on the Go twins of its assembly routines (noasm build or not amd64)", isa)
+		default:
+			t.Logf("tier %-6v: NOT RUN: this CPU lacks it (cpu.Max() = %v)", isa, cpu.Max())
+		}
+	}
+}
+
+// withTier runs f with the package's tier set to isa and restores it
+// afterwards.
+func withTier(isa cpu.ISA, f func()) {
+	old := tier
+	tier = isa
+	defer func() { tier = old }()
 	f()
 }
 
-// withBlocking runs f with tiny blocking parameters, so that small shapes
-// cross several mc, kc and nc blocks, and with B packed for all k blocks
-// at once (wholeK) or one k block at a time.
+// withBlocking runs f with tiny blocking parameters for every tier (the
+// tier's nr kept), so that small shapes cross several mc, kc and nc
+// blocks, and with B packed for all k blocks at once (wholeK) or one k
+// block at a time.
 func withBlocking(wholeK bool, f func()) {
 	o32, o64, ow := blocking32, blocking64, wholeKBytes
-	blocking32 = blocking{nr: 16, mc: 12, kc: 8, nc: 32}
-	blocking64 = blocking{nr: 8, mc: 18, kc: 5, nc: 24}
+	for i := range blocking32 {
+		nr32, nr64 := blocking32[i].nr, blocking64[i].nr
+		blocking32[i] = blocking{nr: nr32, mc: 12, kc: 8, nc: max(32, nr32)}
+		blocking64[i] = blocking{nr: nr64, mc: 18, kc: 5, nc: ceilDiv(24, nr64) * nr64}
+	}
 	wholeKBytes = 0
 	if wholeK {
 		wholeKBytes = ow
@@ -231,7 +258,7 @@ func testShapes[T Float](t *testing.T, rng *rand.Rand) {
 func TestGemmShapes(t *testing.T) {
 	for _, p := range paths(t) {
 		t.Run(p.name, func(t *testing.T) {
-			withAsm(p.asm, func() {
+			withTier(p.tier, func() {
 				rng := rand.New(rand.NewPCG(1, 2))
 				t.Run("float32", func(t *testing.T) { testShapes[float32](t, rng) })
 				t.Run("float64", func(t *testing.T) { testShapes[float64](t, rng) })
@@ -251,7 +278,7 @@ func TestGemmShapes(t *testing.T) {
 func TestGemmLarge(t *testing.T) {
 	shapes := [][3]int{{257, 263, 520}, {7, 4100, 3}, {300, 20, 600}}
 	for _, p := range paths(t) {
-		withAsm(p.asm, func() {
+		withTier(p.tier, func() {
 			rng := rand.New(rand.NewPCG(3, 4))
 			for i, s := range shapes {
 				tr := transposes[i%4]
@@ -278,7 +305,7 @@ func TestGemmScalars(t *testing.T) {
 		{"alpha0-beta0-NaN", 0, 0, true},
 	}
 	for _, p := range paths(t) {
-		withAsm(p.asm, func() {
+		withTier(p.tier, func() {
 			rng := rand.New(rand.NewPCG(5, 6))
 			for _, cs := range cases {
 				for _, s := range [][3]int{{13, 35, 9}, {6, 16, 300}} {
@@ -310,14 +337,14 @@ func TestGemmScalars(t *testing.T) {
 func TestGemmThreadsBitIdentical(t *testing.T) {
 	shapes := [][3]int{{100, 100, 250}, {200, 40, 300}, {13, 400, 500}, {127, 129, 513}, {6000, 40, 220}}
 	// The last shape's row ranges are cut into pieces taken dynamically.
-	if tm, tn := grid(6000, 40, 220, 2, blocking32); rowSplit(6000, 40, 220, tm, tn, blocking32) < 2 {
+	if tm, tn := grid(6000, 40, 220, 2, blocking32[tier]); rowSplit(6000, 40, 220, tm, tn, blocking32[tier]) < 2 {
 		t.Fatal("shape 6000×40×220 is not split into pieces")
 	}
 	for _, p := range paths(t) {
-		withAsm(p.asm, func() {
+		withTier(p.tier, func() {
 			rng := rand.New(rand.NewPCG(7, 8))
 			for i, s := range shapes {
-				if tm, tn := grid(s[0], s[1], s[2], 2, blocking32); tm*tn < 2 {
+				if tm, tn := grid(s[0], s[1], s[2], 2, blocking32[p.tier]); tm*tn < 2 {
 					t.Fatalf("shape %v is not split across 2 threads", s)
 				}
 				tr := transposes[i%4]
@@ -344,21 +371,98 @@ func identical[T Float](t *testing.T, tc *gemmCase, ref []T, others ...[]T) {
 	}
 }
 
-// TestKernels checks the micro-kernels (portable, and assembly when
-// available) on one packed tile against a float64 loop.
+// TestKernels checks each tier's micro-kernels on one packed tile against
+// a float64 loop.
 func TestKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	k32 := []kernelFunc[float32]{kernelGo[float32]}
-	k64 := []kernelFunc[float64]{kernelGo[float64]}
-	if asmSupported {
-		k32 = append(k32, asmKernel32)
-		k64 = append(k64, asmKernel64)
+	for _, p := range paths(t) {
+		withTier(p.tier, func() {
+			b32, k32 := setup[float32](p.tier)
+			b64, k64 := setup[float64](p.tier)
+			t.Run(p.name+"/float32", func(t *testing.T) { testKernel(t, rng, k32, b32.nr, 0x1p-23) })
+			t.Run(p.name+"/float64", func(t *testing.T) { testKernel(t, rng, k64, b64.nr, 0x1p-52) })
+		})
 	}
-	for i, k := range k32 {
-		t.Run(fmt.Sprintf("float32/%d", i), func(t *testing.T) { testKernel(t, rng, k, 16, 0x1p-23) })
+}
+
+// TestStridedKernels checks that each tier's strided-A kernels, for every
+// number of rows and columns they take, give the bits of the full kernel
+// on the same panels, read A at a stride, and write nothing outside their
+// rows and columns (nor read C there: NaN is left as is).
+func TestStridedKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, p := range paths(t) {
+		withTier(p.tier, func() {
+			t.Run(p.name+"/float32", func(t *testing.T) { testStrided[float32](t, rng) })
+			t.Run(p.name+"/float64", func(t *testing.T) { testStrided[float64](t, rng) })
+		})
 	}
-	for i, k := range k64 {
-		t.Run(fmt.Sprintf("float64/%d", i), func(t *testing.T) { testKernel(t, rng, k, 8, 0x1p-52) })
+}
+
+func testStrided[T Float](t *testing.T, rng *rand.Rand) {
+	kernS, anyEdge := stridedKernel[T](tier)
+	if kernS == nil {
+		t.Logf("tier %v has no strided kernels", tier)
+		return
+	}
+	blk, kern := setup[T](tier)
+	nr := blk.nr
+	rowsList, colsList := []int{2, 4, 6}, []int{nr}
+	if anyEdge {
+		rowsList, colsList = nil, nil
+		for r := 1; r <= mr; r++ {
+			rowsList = append(rowsList, r)
+		}
+		for c := 1; c <= nr; c++ {
+			colsList = append(colsList, c)
+		}
+	}
+	for _, kc := range []int{1, 3, 4, 9, 70} {
+		for _, sc := range [][2]T{{1, 0}, {-1.5, 0.25}} {
+			const lda = mr + 3
+			a := make([]T, kc*lda)
+			b := make([]T, kc*nr)
+			for i := range a {
+				a[i] = T(rng.Float64()*2 - 1)
+			}
+			for i := range b {
+				b[i] = T(rng.Float64()*2 - 1)
+			}
+			ap := make([]T, kc*mr) // the same A, packed
+			for p := range kc {
+				copy(ap[p*mr:(p+1)*mr], a[p*lda:p*lda+mr])
+			}
+			ldc := nr + 3
+			c0 := make([]T, mr*ldc)
+			for i := range c0 {
+				c0[i] = T(rng.Float64())
+			}
+			full := append([]T(nil), c0...)
+			kern(kc, ap, b, full, ldc, sc[0], sc[1])
+			for _, rows := range rowsList {
+				for _, cols := range colsList {
+					c := append([]T(nil), c0...)
+					for i := range c {
+						if r, j := i/ldc, i%ldc; r >= rows || j >= cols {
+							c[i] = T(math.NaN())
+						}
+					}
+					kernS(rows, cols, kc, a, lda, b, c, ldc, sc[0], sc[1])
+					for i := range c {
+						r, j := i/ldc, i%ldc
+						if r >= rows || j >= cols {
+							if c[i] == c[i] {
+								t.Fatalf("kc=%d rows=%d cols=%d: wrote %v outside the tile at (%d, %d)", kc, rows, cols, c[i], r, j)
+							}
+							continue
+						}
+						if math.Float64bits(float64(c[i])) != math.Float64bits(float64(full[i])) {
+							t.Fatalf("kc=%d rows=%d cols=%d: C[%d,%d] = %v, full kernel %v", kc, rows, cols, r, j, c[i], full[i])
+						}
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -5,7 +5,7 @@ package gemm
 // (i, p) at dst[q*mr*kc + p*mr + i]. Rows past mc are zero.
 func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
 	start := 0
-	if trans && useAsm {
+	if trans && asm() {
 		// A stored k×m: the panels in one pass over the rows.
 		start = packColsAsm(dst, a, p0*lda+i0, lda, kc, mc)
 	}
@@ -23,7 +23,7 @@ func packA[T Float](dst, a []T, lda int, trans bool, i0, mc, p0, kc int) {
 			r4 := a[base+4*lda : base+4*lda+kc]
 			r5 := a[base+5*lda : base+5*lda+kc]
 			done := 0 // columns packed by the assembly routine
-			if useAsm {
+			if asm() {
 				done = packRows6Asm(d, a, base, lda, kc)
 			}
 			for p := done; p < kc; p++ {
@@ -72,10 +72,10 @@ func packB[T Float](dst, b []T, ldb int, trans bool, p0, kc, j0, nc, nr int) {
 		d := dst[jr*kc : (jr+nr)*kc]
 		if !trans {
 			// B stored k×n: each step p is nr contiguous elements (64
-			// bytes, one cache line of the aligned panel).
+			// or 128 bytes, whole cache lines of the aligned panel).
 			base := p0*ldb + j0 + jr
-			if useAsm && cols == nr {
-				packBPanelAsm(d, b, base, ldb, kc)
+			if asm() && cols == nr {
+				packBPanelAsm(d, b, base, ldb, kc, nr)
 				continue
 			}
 			for p := range kc {

@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // Rows is a matrix whose rows are gathered from a backing slice, the way
@@ -48,9 +50,9 @@ func (f OffsetsFunc) Offsets(i0, n int, dst []int, ld int) { f(i0, n, dst, ld) }
 // Rows (k a multiple of a.Seg), op(B) k×n (B stored k×n, or n×k when
 // transB) and C m×n, with Gemm's conventions for strides, beta and
 // threads. The inner dimension is blocked along segment boundaries, and
-// the result is bit-identical for any thread count. On amd64 with
-// AVX2/FMA, float32 rows are read in place by the micro-kernel (no packed
-// copy of A).
+// the result is bit-identical for any thread count. In the assembly
+// tiers (AVX2, AVX-512) A's rows are read in place by the micro-kernel
+// (no packed copy of A).
 func GemmRowsA[T Float](m, n, k int, a Rows[T], transB bool, b []T, ldb int, beta T, c []T, ldc int, threads int) {
 	checkRows("A", m, k, a)
 	br, bc := k, n
@@ -111,17 +113,18 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 	}
 	ws := getWorkspace()
 	defer putWorkspace(ws)
-	pr.blk, pr.kern = setup[T]()
+	isa := problemTier[T](n)
+	pr.blk, pr.kern = setup[T](isa)
 	nkb := (k + pr.blk.kc - 1) / pr.blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
 	if pr.ra.Map != nil {
 		pr.planRowsK()
-		if useAsm && inPlaceRows {
-			pr.kernRows = rowsKernel[T]()
+		if inPlaceRows {
+			pr.kernRows = rowsKernel[T](isa)
 		}
 	}
-	if useAsm {
-		pr.kernS = stridedKernel[T]()
+	if isa > cpu.Go {
+		pr.kernS, pr.edgeAny = stridedKernel[T](isa)
 		// A Rows B with a single row block (so run takes lazyB for every
 		// cell) and a stored Aᵀ: the kernels read A's full tiles in place
 		// instead of packing them.
@@ -155,6 +158,12 @@ func (pr *problem[T]) kblock(pc int) int {
 	}
 	return min(pr.kcb, pr.k-pc)
 }
+
+// rowsKernelFunc computes an mr×nr tile from a Rows A read in place: the
+// k block rk, whose segment t row i starts at data[offs[t*ld+i]+rk.start]
+// (zeros for a negative offset), times the packed B panel b, as
+// kernelFunc does for a packed A.
+type rowsKernelFunc[T Float] func(rk rowsCall, offs []int, ld, seg int, data, b, c []T, ldc int, alpha, beta T)
 
 // errOffset is the panic for a segment offset past the data.
 const errOffset = "gemm: a Rows segment offset is past the end of Data"
@@ -224,8 +233,12 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 		d := dst[jr*kc : (jr+nr)*kc]
 		j := j0 + jr
 		s := j / seg
-		if cols == nr && (j+nr-1)/seg == s && nr*int(unsafe.Sizeof(z)) == 64 && useAsm {
-			gatherRows64(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc)
+		if cols == nr && (j+nr-1)/seg == s && nr*int(unsafe.Sizeof(z)) <= 128 && asm() {
+			gatherPanel(d, r.Data, offs[s*ld:s*ld+kc], j-s*seg, seg, kc, nr)
+			continue
+		}
+		// A panel of whole segments (a convolution's few input channels).
+		if cols == nr && j == s*seg && asm() && gatherSegsPanel(d, r.Data, offs[s*ld:], ld, seg, kc, nr) {
 			continue
 		}
 		if cols < nr {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // rowsCase is a Rows operand with rows×(nseg·seg) elements, its offsets
@@ -101,7 +103,7 @@ func TestGemmRows(t *testing.T) {
 	for _, p := range paths(t) {
 		for _, blocks := range []string{"default", "small", "small-wholeK"} {
 			for _, inPlace := range []bool{true, false} {
-				if !p.asm && !inPlace {
+				if p.tier == cpu.Go && !inPlace {
 					continue // the portable path always packs A
 				}
 				name := fmt.Sprintf("%s/%s/inPlace=%v", p.name, blocks, inPlace)
@@ -132,7 +134,7 @@ func TestGemmRows(t *testing.T) {
 					old := inPlaceRows
 					inPlaceRows = inPlace
 					defer func() { inPlaceRows = old }()
-					withAsm(p.asm, func() {
+					withTier(p.tier, func() {
 						switch blocks {
 						case "default":
 							body()
@@ -152,18 +154,22 @@ func TestGemmRows(t *testing.T) {
 // reading A in place give the bits of the packed path (same multiply-adds
 // in the same order), on shapes large enough to be split across threads.
 func TestGemmRowsInPlaceMatchesPacked(t *testing.T) {
-	if !asmSupported {
-		t.Log("no assembly kernels on this CPU/build: both runs pack A")
-	}
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, s := range [][4]int{{1000, 32, 9, 16}, {700, 16, 9, 32}, {300, 64, 9, 64}, {200, 20, 2, 600}} {
-		tc, rc := rowsGemmCase(rng, "A", false, s[0], s[1], s[2]*s[3], s[2], s[3], 0)
-		in32, in64 := runRows[float32](tc, rc, "A", 2), runRows[float64](tc, rc, "A", 2)
-		inPlaceRows = false
-		packed32, packed64 := runRows[float32](tc, rc, "A", 1), runRows[float64](tc, rc, "A", 1)
-		inPlaceRows = true
-		identical(t, tc, in32, packed32)
-		identical(t, tc, in64, packed64)
+	for _, p := range paths(t) {
+		withTier(p.tier, func() {
+			if rowsKernel[float32](p.tier) == nil {
+				t.Logf("tier %v has no in-place Rows kernels: both runs pack A", p.tier)
+			}
+			rng := rand.New(rand.NewPCG(13, 14))
+			for _, s := range [][4]int{{1000, 32, 9, 16}, {700, 16, 9, 32}, {300, 64, 9, 64}, {200, 20, 2, 600}} {
+				tc, rc := rowsGemmCase(rng, "A", false, s[0], s[1], s[2]*s[3], s[2], s[3], 0)
+				in32, in64 := runRows[float32](tc, rc, "A", 2), runRows[float64](tc, rc, "A", 2)
+				inPlaceRows = false
+				packed32, packed64 := runRows[float32](tc, rc, "A", 1), runRows[float64](tc, rc, "A", 1)
+				inPlaceRows = true
+				identical(t, tc, in32, packed32)
+				identical(t, tc, in64, packed64)
+			}
+		})
 	}
 }
 
@@ -188,6 +194,27 @@ func TestGemmRowsBadArgs(t *testing.T) {
 		dst[n-1] = len(wide.Data) - 15
 	})
 	c16 := make([]float32, 3*16)
+	// Full 32-wide panels of one segment: the AVX-512 gather.
+	rc32 := newRowsCase(rng, 6, 1, 32)
+	wide32 := rowsOf[float32](rc32)
+	wide32.Map = OffsetsFunc(func(i0, n int, dst []int, ld int) {
+		rowsOf[float32](rc32).Map.Offsets(i0, n, dst, ld)
+		dst[n-1] = len(wide32.Data) - 31
+	})
+	c32 := make([]float32, 3*32)
+	// Panels of two 16-wide segments: the AVX-512 segment gather.
+	rc2 := newRowsCase(rng, 6, 2, 16)
+	segs := rowsOf[float32](rc2)
+	segs.Map = OffsetsFunc(func(i0, n int, dst []int, ld int) {
+		rowsOf[float32](rc2).Map.Offsets(i0, n, dst, ld)
+		dst[ld+n-1] = len(segs.Data) - 15
+	})
+	for _, p := range paths(t) {
+		withTier(p.tier, func() { testRowsBadArgs(t, p, past, good, noFn, wide, wide32, segs, rc, b, c, c16, c32) })
+	}
+}
+
+func testRowsBadArgs(t *testing.T, p path, past, good, noFn, wide, wide32, segs Rows[float32], rc *rowsCase, b, c, c16, c32 []float32) {
 	for _, tc := range []struct {
 		name, want string
 		f          func()
@@ -203,8 +230,10 @@ func TestGemmRowsBadArgs(t *testing.T) {
 		{"short B", "needs", func() { GemmRowsA(6, 3, 8, good, false, b[:20], 3, 0, c, 3, 1) }},
 		{"B rows past data", "past the end", func() { GemmRowsB(false, 3, 8, 6, c, 6, past, 0, b, 8, 1) }},
 		{"B panel past data", "past the end", func() { GemmRowsB(false, 3, 16, 6, c, 6, wide, 0, c16, 16, 1) }},
+		{"B 32-wide panel past data", "past the end", func() { GemmRowsB(false, 3, 32, 6, c, 6, wide32, 0, c32, 32, 1) }},
+		{"B segment panel past data", "past the end", func() { GemmRowsB(false, 3, 32, 6, c, 6, segs, 0, c32, 32, 1) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(p.name+"/"+tc.name, func(t *testing.T) {
 			defer func() {
 				r := recover()
 				if r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {

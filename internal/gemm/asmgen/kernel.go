@@ -1,0 +1,356 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// kernelShape describes a micro-kernel's tile: rows of C (at most 6), nv
+// vectors per row, and whether the columns are masked (a mask argument
+// selects the columns written, and C is read only there).
+//
+// Every kernel computes, for each element of its tile,
+//
+//	acc = 0; for p in 0..k-1: acc = fma(a(i, p), b[p*nr+j], acc)
+//	c = alpha*acc, then c = fma(beta, c_old, c) unless beta == ±0
+//
+// so that all kernels of one tier and element type give an element of C
+// the same bits, whatever the tile's number of rows, its masking or the
+// way A is addressed. Registers: accumulator (i, v) is vector i*nv+v; the
+// current row of B is vectors 6*nv..7*nv-1; the broadcasts of A alternate
+// between the two vectors after those (alpha and beta at the end).
+type kernelShape struct {
+	rows, nv int
+	masked   bool
+}
+
+func (s kernelShape) acc(g *gen, i, v int) reg.VecPhysical { return g.v(i*s.nv + v) }
+func (s kernelShape) bvec(g *gen, v int) reg.VecPhysical   { return g.v(6*s.nv + v) }
+func (s kernelShape) tmp(g *gen, t int) reg.VecPhysical    { return g.v(7*s.nv + t) }
+
+// nr is the tile's number of columns.
+func (s kernelShape) nr(g *gen) int { return s.nv * g.lanes() }
+
+// rowBytes is the size of one row of B (and of the tile's C rows).
+func (s kernelShape) rowBytes(g *gen) int { return s.nv * g.isa.bytes }
+
+// step emits one step of k: B's row at bo(BX), A's row elements at a(i).
+func (s kernelShape) step(g *gen, bo int, a func(i int) operand.Mem) {
+	for v := range s.nv {
+		g.vmov(mem(reg.RBX, bo+v*g.isa.bytes), s.bvec(g, v))
+	}
+	for i := range s.rows {
+		t := s.tmp(g, i%2)
+		g.bcast(a(i), t)
+		for v := range s.nv {
+			g.fma(s.bvec(g, v), t, s.acc(g, i, v))
+		}
+	}
+}
+
+// prefetchC brings the tile's C rows (DI, stride DX bytes) towards L1,
+// using R8.
+func (s kernelShape) prefetchC(g *gen) {
+	g.MOVQ(reg.RDI, reg.R8)
+	w := s.rowBytes(g)
+	for i := range s.rows {
+		for o := 0; o < w-1; o += 64 {
+			g.PREFETCHT0(mem(reg.R8, o))
+		}
+		g.PREFETCHT0(mem(reg.R8, w-1))
+		if i < s.rows-1 {
+			g.ADDQ(reg.RDX, reg.R8)
+		}
+	}
+}
+
+func (s kernelShape) zeroAcc(g *gen) {
+	for i := range s.rows {
+		for v := range s.nv {
+			g.zero(s.acc(g, i, v))
+		}
+	}
+}
+
+// loadMasks loads the column mask argument into K1.. (one per vector).
+func (s kernelShape) loadMasks(g *gen) {
+	if !s.masked {
+		return
+	}
+	g.MOVQ(g.arg("mask"), reg.R8)
+	for v := range s.nv {
+		g.KMOVW(reg.R8L, kregs[v])
+		if v < s.nv-1 {
+			g.SHRQ(imm(g.lanes()), reg.R8)
+		}
+	}
+}
+
+// store scales the accumulators by alpha, adds beta*C unless beta is ±0,
+// and writes the tile to C at DI (row stride DX), then returns; epilogue
+// runs before each return (it may set results).
+func (s kernelShape) store(g *gen, epilogue func()) {
+	alpha, beta := s.tmp(g, 0), s.tmp(g, 1)
+	g.bcast(g.arg("alpha"), alpha)
+	for i := range s.rows {
+		for v := range s.nv {
+			g.mul(alpha, s.acc(g, i, v), s.acc(g, i, v))
+		}
+	}
+	if g.size == 4 {
+		g.MOVL(g.arg("beta"), reg.R8L)
+		g.SHLL(imm(1), reg.R8L)
+	} else {
+		g.MOVQ(g.arg("beta"), reg.R8)
+		g.SHLQ(imm(1), reg.R8)
+	}
+	g.Comment("beta == ±0: C is not read")
+	g.JZ(lbl("beta0"))
+	g.bcast(g.arg("beta"), beta)
+	s.storeRows(g, beta)
+	epilogue()
+	g.VZEROUPPER()
+	g.RET()
+	g.Label("beta0")
+	s.storeRows(g, nil)
+	epilogue()
+	g.VZEROUPPER()
+	g.RET()
+}
+
+func (s kernelShape) storeRows(g *gen, beta reg.VecPhysical) {
+	for i := range s.rows {
+		for v := range s.nv {
+			if beta == nil {
+				continue
+			}
+			c := mem(reg.RDI, v*g.isa.bytes)
+			if s.masked {
+				g.fmak(c, beta, kregs[v], s.acc(g, i, v))
+			} else {
+				g.fma(c, beta, s.acc(g, i, v))
+			}
+		}
+		for v := range s.nv {
+			c := mem(reg.RDI, v*g.isa.bytes)
+			if s.masked {
+				g.vmovk(s.acc(g, i, v), kregs[v], c)
+			} else {
+				g.vmov(s.acc(g, i, v), c)
+			}
+		}
+		if i < s.rows-1 {
+			g.ADDQ(reg.RDX, reg.RDI)
+		}
+	}
+}
+
+// prefetchA is how far ahead of the current step the packed kernels
+// prefetch A, in bytes.
+func prefetchA(g *gen) int {
+	if g.size == 4 {
+		return 384
+	}
+	return 576
+}
+
+// kernelPacked writes the micro-kernel for a packed A (6 elements per
+// step of k) and packed B (nr per step).
+func kernelPacked(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernel%dx%d", g.prefix(), s.rows, nr)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(k int, a, b, c *%s, ldc int, alpha, beta %s)", t, t),
+		fmt.Sprintf("%s is the %s micro-kernel for %s: a %d×%d tile of C,", name, t, g.isa.name, s.rows, nr),
+		fmt.Sprintf("c[i*ldc+j] = alpha*Σ_p a[p*6+i]*b[p*%d+j] + beta*c[i*ldc+j], summed over", nr),
+		"p = 0..k-1 in order with fused multiply-adds (k >= 1). beta == ±0",
+		"means C is not read.")
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("b"), reg.RBX)
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	g.Comment("Bring the C tile towards L1 while the loop runs.")
+	s.prefetchC(g)
+	s.zeroAcc(g)
+
+	astep := 6 * g.size
+	bstep := s.rowBytes(g)
+	g.MOVQ(reg.RCX, reg.R9)
+	g.SHRQ(imm(2), reg.R9)
+	g.JZ(lbl("tail"))
+	g.Label("loop4")
+	g.PREFETCHT0(mem(reg.RAX, prefetchA(g)))
+	for u := range 4 {
+		s.step(g, u*bstep, func(i int) operand.Mem { return mem(reg.RAX, u*astep+i*g.size) })
+	}
+	g.ADDQ(imm(4*astep), reg.RAX)
+	g.ADDQ(imm(4*bstep), reg.RBX)
+	g.DECQ(reg.R9)
+	g.JNZ(lbl("loop4"))
+	g.Label("tail")
+	g.ANDQ(imm(3), reg.RCX)
+	g.JZ(lbl("store"))
+	g.Label("loop1")
+	s.step(g, 0, func(i int) operand.Mem { return mem(reg.RAX, i*g.size) })
+	g.ADDQ(imm(astep), reg.RAX)
+	g.ADDQ(imm(bstep), reg.RBX)
+	g.DECQ(reg.RCX)
+	g.JNZ(lbl("loop1"))
+	g.Label("store")
+	s.store(g, func() {})
+}
+
+// kernelStrided writes the micro-kernel with A at a stride: row i of A
+// for step p is a[p*lda+i]. lda = 6 is a packed panel; a larger lda reads
+// an A stored k×m (op(A) = Aᵀ) in place.
+func kernelStrided(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelS%dx%d", g.prefix(), s.rows, nr)
+	t := g.goType()
+	sig := fmt.Sprintf("func(k int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s)", t, t, t)
+	if s.masked {
+		sig = fmt.Sprintf("func(k int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, mask uint64)", t, t, t)
+	}
+	doc := []string{
+		fmt.Sprintf("%s computes rows 0..%d of a 6×%d tile (%s, %s),", name, s.rows-1, nr, t, g.isa.name),
+		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d.", g.prefix(), nr),
+	}
+	if s.masked {
+		doc = append(doc, "Only the columns whose bit is set in mask (bit j: column j) are",
+			"written, and read when beta != ±0.")
+	}
+	doc = append(doc, "Every element gets the full kernel's operations in the same order.")
+	g.fn(name, sig, doc...)
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("lda"), reg.R10)
+	g.Load(g.Param("b"), reg.RBX)
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.R10)
+	g.shlSize(reg.RDX)
+	g.Comment("R11: eight steps of A, the prefetch distance.")
+	g.MOVQ(reg.R10, reg.R11)
+	g.SHLQ(imm(3), reg.R11)
+	s.prefetchC(g)
+	s.zeroAcc(g)
+
+	bstep := s.rowBytes(g)
+	a := func(i int) operand.Mem { return mem(reg.RAX, i*g.size) }
+	g.MOVQ(reg.RCX, reg.R9)
+	g.SHRQ(imm(2), reg.R9)
+	g.JZ(lbl("tail"))
+	g.Label("loop4")
+	g.PREFETCHT0(memi(reg.RAX, reg.R11, 1, 0))
+	for u := range 4 {
+		s.step(g, u*bstep, a)
+		g.ADDQ(reg.R10, reg.RAX)
+	}
+	g.ADDQ(imm(4*bstep), reg.RBX)
+	g.DECQ(reg.R9)
+	g.JNZ(lbl("loop4"))
+	g.Label("tail")
+	g.ANDQ(imm(3), reg.RCX)
+	g.JZ(lbl("store"))
+	g.Label("loop1")
+	s.step(g, 0, a)
+	g.ADDQ(reg.R10, reg.RAX)
+	g.ADDQ(imm(bstep), reg.RBX)
+	g.DECQ(reg.RCX)
+	g.JNZ(lbl("loop1"))
+	g.Label("store")
+	s.loadMasks(g)
+	s.store(g, func() {})
+}
+
+// kernelRows writes the micro-kernel reading A in place from a Rows
+// operand: for segment t < nseg, row i of A is seglen elements at
+// a[offs[t*ldo+i]+start], or the zero buffer when that offset is
+// negative; an offset greater than limit returns bad = true without
+// writing C.
+func kernelRows(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d", g.prefix(), s.rows, nr)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
+		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place:", name, s.rows, nr, t, g.isa.name),
+		"for segment t < nseg, row i of A is seglen elements at",
+		"a[offs[t*ldo+i]+start], or the zero buffer when that offset is negative.",
+		fmt.Sprintf("B is packed (%d per step of k, nseg*seglen steps), C as in %sgemmKernel6x%d.", nr, g.prefix(), nr),
+		"At the first offset greater than limit it returns bad = true without",
+		"writing C.")
+	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13}
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	g.Comment("Bring the C tile towards L1 while the loop runs.")
+	s.prefetchC(g)
+	g.Load(g.Param("nseg"), reg.RDI)
+	g.Load(g.Param("offs"), reg.RSI)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("start"), reg.RDX)
+	g.LEAQ(memi(reg.RAX, reg.RDX, uint8(g.size), 0), reg.RAX)
+	g.Load(g.Param("zero"), reg.RDX)
+	g.Load(g.Param("b"), reg.RBX)
+	s.zeroAcc(g)
+	g.TESTQ(reg.RDI, reg.RDI)
+	g.JZ(lbl("store"))
+
+	g.Label("seg")
+	g.Comment("Row pointers: a + offset, or the zero buffer for a negative offset.")
+	for i, r := range rowRegs[:s.rows] {
+		g.MOVQ(mem(reg.RSI, 8*i), r)
+		g.CMPQ(r, g.arg("limit"))
+		g.JGT(lbl("bad"))
+		g.TESTQ(r, r)
+		g.LEAQ(memi(reg.RAX, r, uint8(g.size), 0), r)
+		g.CMOVQLT(reg.RDX, r)
+	}
+	bstep := s.rowBytes(g)
+	advance := func(n int) {
+		for _, r := range rowRegs[:s.rows] {
+			g.ADDQ(imm(n), r)
+		}
+	}
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.SHRQ(imm(2), reg.RCX)
+	g.JZ(lbl("tail"))
+	g.Label("loop4")
+	for u := range 4 {
+		s.step(g, u*bstep, func(i int) operand.Mem { return mem(rowRegs[i], u*g.size) })
+	}
+	advance(4 * g.size)
+	g.ADDQ(imm(4*bstep), reg.RBX)
+	g.DECQ(reg.RCX)
+	g.JNZ(lbl("loop4"))
+	g.Label("tail")
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.ANDQ(imm(3), reg.RCX)
+	g.JZ(lbl("next"))
+	g.Label("loop1")
+	s.step(g, 0, func(i int) operand.Mem { return mem(rowRegs[i], 0) })
+	advance(g.size)
+	g.ADDQ(imm(bstep), reg.RBX)
+	g.DECQ(reg.RCX)
+	g.JNZ(lbl("loop1"))
+	g.Label("next")
+	g.Load(g.Param("ldo"), reg.RCX)
+	g.LEAQ(memi(reg.RSI, reg.RCX, 8, 0), reg.RSI)
+	g.DECQ(reg.RDI)
+	g.JNZ(lbl("seg"))
+
+	g.Label("store")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.Label("bad")
+	g.MOVB(imm(1), bad)
+	g.VZEROUPPER()
+	g.RET()
+}
