@@ -5,12 +5,12 @@ GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractiona
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 FUZZTIME ?= 20s
 
-.PHONY: all test vet fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
+.PHONY: all test vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
 
 all: test
 
 help:
-	@echo "make test        vet, gofmt check, unit tests, gradient sweep (-quick), golden cases"
+	@echo "make test        vet, gofmt check, generated files current, unit tests, gradient sweep (-quick), golden cases"
 	@echo "make gradcheck   full gradient sweep over every registered op"
 	@echo "make conformance golden cases of the implemented op families"
 	@echo "make bench       workload benchmarks (cmd/bench)"
@@ -21,10 +21,18 @@ help:
 	@echo "make bench-compare  same-run comparison with PyTorch (THREADS=1|2; make bench-deps first)"
 	@echo "make train-compare  same-run epoch times of the example and its PyTorch twin (TRAIN_THREADS=2, EPOCHS_CMP=1, ROUNDS=2)"
 
-test: vet fmt-check unit gradcheck-quick conformance
+test: vet fmt-check gen-check unit gradcheck-quick conformance
 
 vet:
 	$(GO) vet ./...
+
+# The generated files (typed op builders, avo assembly) must be what
+# `go generate ./...` makes of the current sources.
+gen-check:
+	@state() { git status --porcelain -- '*.go' '*.s'; git diff -- '*.go' '*.s' | cksum; }; \
+	before=$$(state); $(GO) generate ./... || exit 1; after=$$(state); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "go generate changed files (commit its output):"; git status --porcelain -- '*.go' '*.s'; exit 1; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

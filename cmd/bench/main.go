@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"gorgonia.org/tensor"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // result is one line of output, in bench_torch.py's schema.
@@ -44,6 +46,9 @@ type result struct {
 	// have (compare.py ignores them).
 	AllocsPerOp float64 `json:"allocs_per_op"`
 	BytesPerOp  float64 `json:"bytes_per_op"`
+	// ISA is the kernel tier the run used (internal/cpu.Tier: go, avx2 or
+	// avx512; TAPEGRAD_ISA caps it).
+	ISA string `json:"isa"`
 }
 
 // mode is one timed operation of a workload: run performs it once.
@@ -165,6 +170,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	enc := json.NewEncoder(stdout)
+	if !*asJSON {
+		fmt.Fprintf(stdout, "kernel tier: %s (TAPEGRAD_ISA caps it)\n", cpu.Tier())
+	}
 	for _, w := range workloads {
 		if len(want) > 0 && !want[w.name] {
 			continue
@@ -257,7 +265,7 @@ func summarize(w workload, m mode, threads int, times []float64, al allocs) resu
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	r := result{System: "tapegrad", Workload: w.name, Mode: m.name, Threads: threads,
+	r := result{System: "tapegrad", ISA: cpu.Tier().String(), Workload: w.name, Mode: m.name, Threads: threads,
 		Ms: med, MsMin: s[0], MsMax: s[len(s)-1], Reps: len(s), Desc: w.desc}
 	if al.reps > 0 {
 		r.AllocsPerOp = float64(al.objects) / float64(al.reps)
