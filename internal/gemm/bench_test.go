@@ -119,6 +119,42 @@ func BenchmarkGemmPortable(b *testing.B) {
 	b.Run("float64", func(b *testing.B) { benchSquare[float64](b, 512, 1) })
 }
 
+// BenchmarkKernel measures each tier's packed micro-kernel alone, the
+// panels (kc = 256) in L1/L2, C an isolated tile: the rate the blocking
+// of BenchmarkSgemm/BenchmarkDgemm can at best reach. A tier this CPU
+// lacks is skipped.
+func BenchmarkKernel(b *testing.B) {
+	for _, isa := range cpu.ISAs {
+		if isa != cpu.Go && (!cpu.Has(isa) || goTwins) {
+			continue
+		}
+		b.Run(isa.String()+"/float32", func(b *testing.B) { benchKernel[float32](b, isa, 256) })
+		b.Run(isa.String()+"/float64", func(b *testing.B) { benchKernel[float64](b, isa, 256) })
+	}
+}
+
+func benchKernel[T Float](b *testing.B, isa cpu.ISA, kc int) {
+	blk, kern := setup[T](isa)
+	nr := blk.nr
+	a := alignedSlice[T](kc * mr)
+	p := alignedSlice[T](kc * nr)
+	c := alignedSlice[T](mr * nr)
+	for i := range a {
+		a[i] = T(i%7) - 3
+	}
+	for i := range p {
+		p[i] = T(i%5) - 2
+	}
+	const calls = 100
+	b.ResetTimer()
+	for b.Loop() {
+		for range calls {
+			kern(kc, a, p, c, nr, 1, 0)
+		}
+	}
+	b.ReportMetric(2*float64(kc*mr*nr)*calls*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
 // reportFlops reports GFLOP/s of wall-clock time and, where the platform
 // measures it, GFLOP per CPU-second since cpu0 (all threads together: with
 // 2 threads it is half the wall-clock rate when both are fully busy).
