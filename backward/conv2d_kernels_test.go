@@ -47,13 +47,8 @@ func (l conv2DLayout) shape(n, h, w, c int) []int {
 // strides and dilations in the layout of format, and for EXPLICIT the
 // paddings pads (top, bottom, left, right).
 func conv2DWindowAttrs(format string, sh, sw, dh, dw int, padding string, pads [4]int) forward.Conv2DAttrs {
-	l := conv2DLayoutOf(format)
-	a := forward.Conv2DAttrs{Strides: l.shape(1, sh, sw, 1), Padding: padding, DataFormat: format, Dilations: l.shape(1, dh, dw, 1)}
-	if padding == "EXPLICIT" {
-		a.ExplicitPaddings = make([]int, 8)
-		a.ExplicitPaddings[2*l.h], a.ExplicitPaddings[2*l.h+1], a.ExplicitPaddings[2*l.w], a.ExplicitPaddings[2*l.w+1] = pads[0], pads[1], pads[2], pads[3]
-	}
-	return a
+	s, d, p := testutil.ConvWindow(format, sh, sw, dh, dw, padding, pads)
+	return forward.Conv2DAttrs{Strides: s, Padding: padding, DataFormat: format, Dilations: d, ExplicitPaddings: p}
 }
 
 // conv2DAttrsFor returns attrs in the layout of g.

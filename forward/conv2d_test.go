@@ -110,7 +110,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 				image := func(s []int) *tensor.Dense {
 					vals := testutil.Arange(testutil.Numel(s))
 					if nchw {
-						vals, s = convNHWCToNCHW(vals, s)
+						vals, s = testutil.NHWCToNCHW(vals, s)
 					}
 					return testutil.Dense(t, dt, s, vals)
 				}
@@ -124,7 +124,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 					want = make([]float64, testutil.Numel(shape))
 				}
 				if nchw {
-					want, shape = convNHWCToNCHW(want, shape)
+					want, shape = testutil.NHWCToNCHW(want, shape)
 				}
 				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}

@@ -153,3 +153,21 @@ func NHWCToNCHW(v []float64, s []int) ([]float64, []int) {
 	}
 	return out, []int{n, c, h, w}
 }
+
+// ConvWindow returns the strides and dilations of a window given in NHWC
+// names (sh, sw, dh, dw) in the layout of data_format format, and for
+// EXPLICIT padding the eight explicit paddings with pads (top, bottom,
+// left, right) on the H and W axes (nil for the other paddings).
+func ConvWindow(format string, sh, sw, dh, dw int, padding string, pads [4]int) (strides, dilations, explicit []int) {
+	h, w := 1, 2
+	strides, dilations = []int{1, sh, sw, 1}, []int{1, dh, dw, 1}
+	if format == "NCHW" {
+		h, w = 2, 3
+		strides, dilations = []int{1, 1, sh, sw}, []int{1, 1, dh, dw}
+	}
+	if padding == "EXPLICIT" {
+		explicit = make([]int, 8)
+		explicit[2*h], explicit[2*h+1], explicit[2*w], explicit[2*w+1] = pads[0], pads[1], pads[2], pads[3]
+	}
+	return strides, dilations, explicit
+}
