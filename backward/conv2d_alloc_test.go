@@ -5,7 +5,6 @@ package backward_test
 import (
 	"fmt"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -93,27 +92,12 @@ func TestConv2DBackpropAllocations(t *testing.T) {
 	// of slack for the runtime's own (a parking worker may need a new
 	// sudog after a collection).
 	fn := func(w, i int) {}
-	perLoop := conv2DMallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
+	perLoop := testutil.MallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
 	const loops, ownPerLoop = 2, 2
 	bound := loops*(ownPerLoop+perLoop) + 1
 	for _, c := range calls {
-		if got := conv2DMallocsPerCall(5, runner(c, 2)); got > bound {
+		if got := testutil.MallocsPerCall(5, runner(c, 2)); got > bound {
 			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v", c.name, got, bound)
 		}
 	}
-}
-
-// conv2DMallocsPerCall returns the heap allocations per call of f over runs
-// calls, after a few untimed ones, at the current GOMAXPROCS.
-func conv2DMallocsPerCall(runs int, f func()) float64 {
-	for range 3 {
-		f()
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }

@@ -5,13 +5,13 @@ package forward
 import (
 	"fmt"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // TestConv2DAllocations checks that steady-state calls of Conv2D, through
@@ -66,7 +66,7 @@ func TestConv2DAllocations(t *testing.T) {
 		}
 	}
 	runner := func(c call, threads int) func() {
-		return kernelRun(t, c.name, c.op, c.attrs, threads, c.in)
+		return registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
 	}
 	// One thread first, before this test starts any parallel loop.
 	for _, c := range calls {
@@ -83,34 +83,19 @@ func TestConv2DAllocations(t *testing.T) {
 	// runtime's own (a parking worker may need a new sudog after a
 	// collection).
 	fn := func(w, i int) {}
-	perLoop := convMallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
+	perLoop := testutil.MallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
 	const loops, ownPerLoop = 2, 2
 	bound := loops*(ownPerLoop+perLoop) + 1
 	for _, c := range calls {
 		// The least of three measurements: a worker's start-up allocates
 		// depending on timing (a loaded machine saw 5.4 against 5 once).
 		run := runner(c, 2)
-		got := convMallocsPerCall(5, run)
+		got := testutil.MallocsPerCall(5, run)
 		for range 2 {
-			got = min(got, convMallocsPerCall(5, run))
+			got = min(got, testutil.MallocsPerCall(5, run))
 		}
 		if got > bound {
 			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v", c.name, got, bound)
 		}
 	}
-}
-
-// convMallocsPerCall returns the heap allocations per call of f over runs
-// calls, after a few untimed ones, at the current GOMAXPROCS.
-func convMallocsPerCall(runs int, f func()) float64 {
-	for range 3 {
-		f()
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }

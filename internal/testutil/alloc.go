@@ -3,6 +3,8 @@ package testutil
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"testing"
 
 	"gorgonia.org/tensor"
 
@@ -106,4 +108,55 @@ func clearData(d *tensor.Dense) {
 	case tensor.Bool:
 		clear(d.Bools())
 	}
+}
+
+// CheckAllocs pins the steady-state allocations of run, one call of a
+// kernel on threads threads with recycled buffers (name labels
+// failures): after a first call, on one thread a call must allocate
+// nothing (testing.AllocsPerRun over twenty runs); on more threads at most
+// parBound. The count on more threads is taken with runtime.MemStats at
+// the process's GOMAXPROCS (testing.AllocsPerRun runs at one, where every
+// worker comes late), after ten more calls, as the least of fifteen runs.
+func CheckAllocs(t *testing.T, name string, threads int, parBound uint64, run func()) {
+	t.Helper()
+	run()
+	if threads == 1 {
+		n := testing.AllocsPerRun(20, run)
+		t.Logf("%-18s one thread:  %v allocations per run", name, n)
+		if n != 0 {
+			t.Errorf("%s, one thread: %v allocations per run, want 0", name, n)
+		}
+		return
+	}
+	for range 10 {
+		run()
+	}
+	least := uint64(math.MaxUint64)
+	for range 15 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		run()
+		runtime.ReadMemStats(&m1)
+		least = min(least, m1.Mallocs-m0.Mallocs)
+	}
+	t.Logf("%-18s two threads: %v allocations per run", name, least)
+	if least > parBound {
+		t.Errorf("%s, two threads: %v allocations per run, want at most %d", name, least, parBound)
+	}
+}
+
+// MallocsPerCall returns the heap allocations per call of f over runs
+// calls, after a few untimed ones, at the current GOMAXPROCS (unlike
+// testing.AllocsPerRun, which sets it to 1).
+func MallocsPerCall(runs int, f func()) float64 {
+	for range 3 {
+		f()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
