@@ -246,8 +246,8 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 		n, h, w, c := 1+r.Intn(2), 2+r.Intn(12), 2+r.Intn(12), 1+r.Intn(3)
 		rows, cols := fpSampleSeq(h, 1+r.Intn(h), i%2 == 0, uint64(i)), fpSampleSeq(w, 1+r.Intn(w), i%3 == 0, uint64(i+50))
 		ov := i%2 == 1
-		x := fpRandDense(r, n, h, w, c)
-		y := fpRandDense(r, n, len(rows)-1, len(cols)-1, c)
+		x := forward.SampleNormal(r, n, h, w, c)
+		y := forward.SampleNormal(r, n, len(rows)-1, len(cols)-1, c)
 		px := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		gy := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
 		l, rr := 0.0, 0.0
@@ -269,13 +269,13 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 func TestFractionalAvgPoolGradSmallerBatch(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	rows, cols := []int64{0, 2, 5}, []int64{0, 3, 4}
-	dy := fpRandDense(r, 1, 2, 2, 3)
+	dy := forward.SampleNormal(r, 1, 2, 2, 3)
 	for _, ov := range []bool{false, true} {
 		o := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
 		want := testutil.FracPoolAvgGrad(dy.Float64s(), 1, 1, 5, 4, 3, rows, cols, ov)
 		want = append(want, make([]float64, 2*5*4*3)...)
 		testutil.SameBits(t, fmt.Sprintf("ov=%v", ov), o, want)
-		x := fpRandDense(r, 3, 5, 4, 3)
+		x := forward.SampleNormal(r, 3, 5, 4, 3)
 		p := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		if fmt.Sprint(p.Shape()) != "(1, 2, 2, 3)" {
 			t.Fatalf("output_batch 1: shape %v", p.Shape())

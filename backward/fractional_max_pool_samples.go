@@ -47,7 +47,7 @@ func fpMaxGradSamples(r *rand.Rand) []registry.Sample {
 		rows, cols := c.seqs()
 		x := fpDistinct(r, c.shape...)
 		y := fpMaxOf(x, c.rows, c.cols, c.overlapping)
-		dy := fpRandDense(r, tensorx.Shape(y)...)
+		dy := forward.SampleNormal(r, tensorx.Shape(y)...)
 		out = append(out, registry.Sample{Name: c.name, Attrs: forward.FractionalPoolGradAttrs{Overlapping: c.overlapping},
 			Inputs: []*tensor.Dense{x, y, dy, rows, cols}, Wrt: []int{2}})
 	}
@@ -61,7 +61,7 @@ func fpMaxGradGradSamples(r *rand.Rand) []registry.Sample {
 		rows, cols := c.seqs()
 		x := fpDistinct(r, c.shape...)
 		y := fpMaxOf(x, c.rows, c.cols, c.overlapping)
-		g := fpRandDense(r, c.shape...)
+		g := forward.SampleNormal(r, c.shape...)
 		out = append(out, registry.Sample{Name: c.name, Attrs: forward.FractionalPoolGradAttrs{Overlapping: c.overlapping},
 			Inputs: []*tensor.Dense{x, y, g, rows, cols}, Wrt: []int{2}})
 	}

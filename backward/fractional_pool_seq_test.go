@@ -159,20 +159,6 @@ func fpSampleSeq(in, out int, pseudoRandom bool, seed uint64) []int64 {
 	return s
 }
 
-// fpRandDense returns a float64 tensor of standard normal values.
-func fpRandDense(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = r.NormFloat64()
-	}
-	d, _ := tensorx.New(shape, s)
-	return d
-}
-
 // fpForwardCase is one configuration of the forward grid.
 type fpForwardCase struct {
 	shape []int

@@ -23,7 +23,7 @@ import (
 func TestKernelsAllocateNothing(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	f32 := func(shape ...int) *tensor.Dense {
-		d, err := tensorx.New(shape, make([]float32, tensorx.Len(randDense(r, shape...))))
+		d, err := tensorx.New(shape, make([]float32, tensorx.Len(SampleNormal(r, shape...))))
 		if err != nil {
 			t.Fatal(err)
 		}
