@@ -82,17 +82,10 @@ func TestDepthwiseConv2dBackpropLarger(t *testing.T) {
 func TestDepthwiseConv2dBackpropSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, op := range []string{"DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples := def.Samples(r)
-		if len(samples) < 8 {
-			t.Fatalf("%s: %d samples", op, len(samples))
-		}
+		samples, outs := registrytest.RunSamples(t, op, r, 8, registrytest.KC(0))
 		mults, formats, paddings := map[int]bool{}, map[string]bool{}, map[string]bool{}
 		unequal, dilated := false, false
-		for _, s := range samples {
+		for i, s := range samples {
 			a := s.Attrs.(forward.DepthwiseConv2dAttrs)
 			h, w := dwHW(a.DataFormat)
 			formats[a.DataFormat], paddings[a.Padding] = true, true
@@ -103,11 +96,7 @@ func TestDepthwiseConv2dBackpropSamples(t *testing.T) {
 			} else {
 				mults[s.Inputs[1].Shape()[3]] = true
 			}
-			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
-			if err != nil {
-				t.Fatalf("%s %s: %v", op, s.Name, err)
-			}
-			for _, v := range testutil.Float64s(t, out[0]) {
+			for _, v := range testutil.Float64s(t, outs[i][0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}

@@ -383,19 +383,7 @@ func TestFusedBatchNormErrors(t *testing.T) {
 
 func TestFusedBatchNormSamples(t *testing.T) {
 	for _, op := range []string{bnOpV1, bnOpV3} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss := def.Samples(rand.New(rand.NewSource(1)))
-		if len(ss) < 6 {
-			t.Fatalf("%s: %d samples", op, len(ss))
-		}
-		for _, s := range ss {
-			if _, err := registry.Run(def, nil, s.Attrs, s.Inputs); err != nil {
-				t.Fatalf("%s sample %s: %v", op, s.Name, err)
-			}
-		}
+		registrytest.RunSamples(t, op, rand.New(rand.NewSource(1)), 6, nil)
 	}
 }
 
