@@ -27,3 +27,17 @@ func SampleNormal(r *rand.Rand, shape ...int) *tensor.Dense {
 	}
 	return d
 }
+
+// SampleDistinct returns a float64 tensor of the given shape whose values
+// are pairwise at least 0.04 apart (a shuffled grid with a little jitter),
+// for the samples of piecewise linear ops such as max pooling: far from
+// ties at a finite-difference step.
+func SampleDistinct(r *rand.Rand, shape ...int) *tensor.Dense {
+	n, _ := tensorx.Numel(shape)
+	v := make([]float64, n)
+	for i, p := range r.Perm(n) {
+		v[i] = (float64(p)-float64(n)/2)*0.05 + 0.01*r.Float64()
+	}
+	d, _ := tensorx.New(shape, v)
+	return d
+}
