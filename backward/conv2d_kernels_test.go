@@ -310,7 +310,7 @@ type conv2DErrCase struct {
 	name   string
 	op     string
 	attrs  any
-	in     func(t *testing.T) []*tensor.Dense
+	in     func(t testing.TB) []*tensor.Dense
 	kind   error
 	substr string
 }
@@ -318,43 +318,13 @@ type conv2DErrCase struct {
 // TestConv2DBackpropErrors checks the backprops' errors: the attr errors
 // they share with Conv2D, then their own inputs'.
 func TestConv2DBackpropErrors(t *testing.T) {
-	f64 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	ints := func(v ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
-	}
-	int64s := func(v ...int64) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			d, err := tensorx.New([]int{len(v)}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	ints2d := func(t *testing.T) *tensor.Dense {
+	f64, f32, ints, int64s, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.IntsFn, testutil.Int64sFn, testutil.Seq
+	ints2d := func(t testing.TB) *tensor.Dense {
 		d, err := tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	}
-	seq := func(fs ...func(t *testing.T) *tensor.Dense) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
 	}
 	s1 := []int{1, 1, 1, 1}
 	at := func(strides []int, padding string) forward.Conv2DAttrs {
@@ -367,7 +337,7 @@ func TestConv2DBackpropErrors(t *testing.T) {
 	// Attr errors, for both ops.
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 		bd error // kind of the batch/depth stride error
 	}{{"Conv2DBackpropInput", bi, UN}, {"Conv2DBackpropFilter", bf, IA}} {
 		cases = append(cases,

@@ -191,50 +191,19 @@ func TestDepthwiseConv2dBackpropSpecVectors(t *testing.T) {
 // Errors and empty tensors.
 
 func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
-	type tensorFn func(t *testing.T) *tensor.Dense
-	f64 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	ints := func(v ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
-	}
-	int64s := func(v ...int64) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			d, err := tensorx.New([]int{len(v)}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	ints2d := func(t *testing.T) *tensor.Dense {
+	f64, f32, ints, int64s, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.IntsFn, testutil.Int64sFn, testutil.Seq
+	ints2d := func(t testing.TB) *tensor.Dense {
 		d, err := tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	seq := func(fs ...tensorFn) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
 	type errCase struct {
 		name   string
 		op     string
 		attrs  any
-		in     func(t *testing.T) []*tensor.Dense
+		in     func(t testing.TB) []*tensor.Dense
 		kind   error
 		substr string
 	}
@@ -249,7 +218,7 @@ func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
 	var cases []errCase
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 	}{{biOp, bi}, {bfOp, bf}} {
 		cases = append(cases,
 			errCase{"padding", o.op, at(s1, "FULL"), o.in, IA, "allowed values"},

@@ -162,31 +162,13 @@ type convErrCase struct {
 	name   string
 	op     string
 	attrs  any
-	in     func(t *testing.T) []*tensor.Dense
+	in     func(t testing.TB) []*tensor.Dense
 	kind   error
 	substr string
 }
 
 func TestConv2DErrors(t *testing.T) {
-	f64 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	seq := func(fs ...func(t *testing.T) *tensor.Dense) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
+	f64, f32, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.Seq
 	s1 := []int{1, 1, 1, 1}
 	at := func(strides []int, padding string) Conv2DAttrs {
 		return Conv2DAttrs{Strides: strides, Padding: padding}
@@ -197,7 +179,7 @@ func TestConv2DErrors(t *testing.T) {
 	// Attr errors.
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 		bd error // kind of the batch/depth stride error
 	}{{"Conv2D", fwd, UN}} {
 		cases = append(cases,

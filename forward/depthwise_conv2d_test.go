@@ -233,31 +233,12 @@ func TestDepthwiseConv2dAttrs(t *testing.T) {
 }
 
 func TestDepthwiseConv2dErrors(t *testing.T) {
-	type tensorFn func(t *testing.T) *tensor.Dense
-	f64 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	seq := func(fs ...tensorFn) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
+	f64, f32, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.Seq
 	type errCase struct {
 		name   string
 		op     string
 		attrs  any
-		in     func(t *testing.T) []*tensor.Dense
+		in     func(t testing.TB) []*tensor.Dense
 		kind   error
 		substr string
 	}
@@ -271,7 +252,7 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	var cases []errCase
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 	}{{fwdOp, fwd}} {
 		cases = append(cases,
 			errCase{"padding", o.op, at(s1, "FULL"), o.in, IA, "allowed values"},
