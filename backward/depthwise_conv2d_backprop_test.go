@@ -329,23 +329,8 @@ func TestDepthwiseConv2dBackpropNoPanics(t *testing.T) {
 			}
 			return s
 		}
-		a := forward.DepthwiseConv2dAttrs{
-			Strides:   []int{1, pick(1, 2, 3), pick(1, 2), 1},
-			Padding:   []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)],
-			Dilations: []int{1, pick(1, 2), pick(1, 3), 1},
-		}
-		if r.Intn(2) == 0 {
-			a.DataFormat = "NCHW"
-			a.Strides = []int{1, 1, a.Strides[1], a.Strides[2]}
-			a.Dilations = []int{1, 1, a.Dilations[1], a.Dilations[2]}
-		}
-		if a.Padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			h, w := dwHW(a.DataFormat)
-			for _, i := range []int{2 * h, 2*h + 1, 2 * w, 2*w + 1} {
-				a.ExplicitPaddings[i] = pick(0, 1, 4)
-			}
-		}
+		format, padding, strides, dilations, explicit := testutil.RandomDepthwiseWindow(r)
+		a := forward.DepthwiseConv2dAttrs{Strides: strides, Padding: padding, DataFormat: format, Dilations: dilations, ExplicitPaddings: explicit}
 		op := ops[r.Intn(2)]
 		xs, fs, ys := shape(), shape(), shape()
 		var in []*tensor.Dense

@@ -342,23 +342,8 @@ func TestDepthwiseConv2dNoPanics(t *testing.T) {
 			}
 			return s
 		}
-		a := DepthwiseConv2dAttrs{
-			Strides:   []int{1, pick(1, 2, 3), pick(1, 2), 1},
-			Padding:   []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)],
-			Dilations: []int{1, pick(1, 2), pick(1, 3), 1},
-		}
-		if r.Intn(2) == 0 {
-			a.DataFormat = "NCHW"
-			a.Strides = []int{1, 1, a.Strides[1], a.Strides[2]}
-			a.Dilations = []int{1, 1, a.Dilations[1], a.Dilations[2]}
-		}
-		if a.Padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			l := convLayoutOf(a.DataFormat)
-			for _, i := range []int{2 * l.h, 2*l.h + 1, 2 * l.w, 2*l.w + 1} {
-				a.ExplicitPaddings[i] = pick(0, 1, 4)
-			}
-		}
+		format, padding, strides, dilations, explicit := testutil.RandomDepthwiseWindow(r)
+		a := DepthwiseConv2dAttrs{Strides: strides, Padding: padding, DataFormat: format, Dilations: dilations, ExplicitPaddings: explicit}
 		const op = "DepthwiseConv2dNative"
 		xs, fs := shape(), shape()
 		in := []*tensor.Dense{testutil.Dense(t, tensor.Float32, xs, make([]float64, testutil.Numel(xs))), testutil.Dense(t, tensor.Float32, fs, make([]float64, testutil.Numel(fs)))}
