@@ -24,47 +24,28 @@ import (
 // allocates.)
 func TestConv2DAllocations(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	type shape struct {
-		name                 string
-		n, h, w, c, k, cf, o int
-		s                    int
-		padding              string
-	}
 	type call struct {
 		name, op string
 		attrs    any
 		in       []*tensor.Dense
 	}
 	var calls []call
-	for _, sh := range []shape{
-		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
-		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided
-		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
-		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
-		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // cmd/bench/README.md W1
-	} {
-		for _, format := range []string{"NHWC", "NCHW"} {
-			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
-				if sh.name == "W1" && (format != "NHWC" || dt != tensor.Float32) {
-					continue
-				}
-				l := convLayoutOf(format)
-				xs := l.shape(sh.n, sh.h, sh.w, sh.c)
-				fs := []int{sh.k, sh.k, sh.cf, sh.o}
-				x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
-				f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
-				attrs := Conv2DAttrs{Strides: l.shape(1, sh.s, sh.s, 1), Padding: sh.padding, DataFormat: format}
-				for _, c := range []struct {
-					op string
-					in []*tensor.Dense
-				}{
-					{"Conv2D", []*tensor.Dense{x, f}},
-				} {
-					calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.name, format, dt), c.op, attrs, c.in})
-				}
-			}
+	testutil.ConvAllocCases(func(sh testutil.ConvAllocShape, format string, dt tensor.Dtype) {
+		l := convLayoutOf(format)
+		xs := l.shape(sh.N, sh.H, sh.W, sh.C)
+		fs := []int{sh.K, sh.K, sh.CF, sh.O}
+		x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
+		f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
+		attrs := Conv2DAttrs{Strides: l.shape(1, sh.S, sh.S, 1), Padding: sh.Padding, DataFormat: format}
+		for _, c := range []struct {
+			op string
+			in []*tensor.Dense
+		}{
+			{"Conv2D", []*tensor.Dense{x, f}},
+		} {
+			calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.Name, format, dt), c.op, attrs, c.in})
 		}
-	}
+	})
 	runner := func(c call, threads int) func() {
 		return registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
 	}

@@ -160,3 +160,36 @@ func MallocsPerCall(runs int, f func()) float64 {
 	runtime.ReadMemStats(&after)
 	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
+
+// ConvAllocShape is one Conv2D-family problem of the allocation tests, in
+// NHWC names: input [N, H, W, C], filter [K, K, CF, O], stride S.
+type ConvAllocShape struct {
+	Name                 string
+	N, H, W, C, K, CF, O int
+	S                    int
+	Padding              string
+}
+
+// ConvAllocCases calls fn for every problem of the Conv2D family's
+// allocation tests in both layouts and both float dtypes (W1, the
+// benchmark workload of cmd/bench/README.md, only in NHWC float32): shapes
+// with thousands of output positions and many GEMM blocks, so that an
+// allocation per row, chunk or block breaks the tests' bounds.
+func ConvAllocCases(fn func(sh ConvAllocShape, format string, dt tensor.Dtype)) {
+	for _, sh := range []ConvAllocShape{
+		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
+		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided (the input gradient's col2im)
+		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
+		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
+		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // cmd/bench/README.md W1: 8 filter chunks
+	} {
+		for _, format := range []string{"NHWC", "NCHW"} {
+			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+				if sh.Name == "W1" && (format != "NHWC" || dt != tensor.Float32) {
+					continue
+				}
+				fn(sh, format, dt)
+			}
+		}
+	}
+}
