@@ -499,16 +499,7 @@ func bnBenchW7(b *testing.B) {
 			alloc.Release(d)
 		}
 	}
-	step() // warm the buffers
-	b.SetBytes(int64(passes * bnW7Bytes))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		step()
-	}
-	b.StopTimer()
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(sec*1e3, "ms/op")
-	b.ReportMetric(passes*bnW7Bytes/sec/1e9, "GB/s")
+	testutil.BenchBytes(b, passes*bnW7Bytes, step)
 }
 
 // BenchmarkFusedBatchNormW7FwdBwd is W7's fwdbwd mode (the forward and
