@@ -405,15 +405,10 @@ func TestConv2DBackpropErrors(t *testing.T) {
 // spec §2–§3 beyond the spec vectors.
 func TestConv2DBackpropEmpty(t *testing.T) {
 	v := forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	f64 := func(shape ...int) *tensor.Dense {
-		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
-	}
+	f64 := func(shape ...int) *tensor.Dense { return testutil.ArangeFloat64s(t, shape...) }
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		testutil.CloseBound(t, name, out[0], shape, make([]float64, testutil.Numel(shape)), make([]float64, testutil.Numel(shape)), 0)
+		testutil.WantZeros(t, name, out, err, shape)
 	}
 	// Backprop filter with an empty out_backprop (and non-empty input): zeros.
 	out, err := registrytest.Run(t, "Conv2DBackpropFilter", forward.Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,

@@ -211,3 +211,10 @@ func Seq(fs ...TensorFn) func(t testing.TB) []*tensor.Dense {
 		return out
 	}
 }
+
+// ArangeFloat64s returns a float64 tensor of the given shape holding 1, 2, 3, ...
+// (Arange).
+func ArangeFloat64s(t testing.TB, shape ...int) *tensor.Dense {
+	t.Helper()
+	return Dense(t, tensor.Float64, shape, Arange(Numel(shape)))
+}
