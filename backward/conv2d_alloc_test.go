@@ -5,7 +5,6 @@ package backward_test
 import (
 	"fmt"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -28,53 +27,34 @@ import (
 // allocates.)
 func TestConv2DBackpropAllocations(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	type shape struct {
-		name                 string
-		n, h, w, c, k, cf, o int
-		s                    int
-		padding              string
-	}
 	type call struct {
 		name, op string
 		attrs    any
 		in       []*tensor.Dense
 	}
 	var calls []call
-	for _, sh := range []shape{
-		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
-		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided input gradient (col2im)
-		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
-		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
-		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // cmd/bench/README.md W1: 8 filter chunks
-	} {
-		for _, format := range []string{"NHWC", "NCHW"} {
-			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
-				if sh.name == "W1" && (format != "NHWC" || dt != tensor.Float32) {
-					continue
-				}
-				l := conv2DLayoutOf(format)
-				oh, ow := (sh.h+sh.s-1)/sh.s, (sh.w+sh.s-1)/sh.s
-				if sh.padding == "VALID" {
-					oh, ow = (sh.h-sh.k)/sh.s+1, (sh.w-sh.k)/sh.s+1
-				}
-				xs, ys := l.shape(sh.n, sh.h, sh.w, sh.c), l.shape(sh.n, oh, ow, sh.o)
-				fs := []int{sh.k, sh.k, sh.cf, sh.o}
-				x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
-				f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
-				dy := testutil.Dense(t, dt, ys, testutil.Normal(r, testutil.Numel(ys)))
-				attrs := forward.Conv2DAttrs{Strides: l.shape(1, sh.s, sh.s, 1), Padding: sh.padding, DataFormat: format}
-				for _, c := range []struct {
-					op string
-					in []*tensor.Dense
-				}{
-					{"Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), f, dy}},
-					{"Conv2DBackpropFilter", []*tensor.Dense{x, testutil.Ints(t, fs...), dy}},
-				} {
-					calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.name, format, dt), c.op, attrs, c.in})
-				}
-			}
+	testutil.ConvAllocCases(func(sh testutil.ConvAllocShape, format string, dt tensor.Dtype) {
+		l := conv2DLayoutOf(format)
+		oh, ow := (sh.H+sh.S-1)/sh.S, (sh.W+sh.S-1)/sh.S
+		if sh.Padding == "VALID" {
+			oh, ow = (sh.H-sh.K)/sh.S+1, (sh.W-sh.K)/sh.S+1
 		}
-	}
+		xs, ys := l.shape(sh.N, sh.H, sh.W, sh.C), l.shape(sh.N, oh, ow, sh.O)
+		fs := []int{sh.K, sh.K, sh.CF, sh.O}
+		x := testutil.Dense(t, dt, xs, testutil.Normal(r, testutil.Numel(xs)))
+		f := testutil.Dense(t, dt, fs, testutil.Normal(r, testutil.Numel(fs)))
+		dy := testutil.Dense(t, dt, ys, testutil.Normal(r, testutil.Numel(ys)))
+		attrs := forward.Conv2DAttrs{Strides: l.shape(1, sh.S, sh.S, 1), Padding: sh.Padding, DataFormat: format}
+		for _, c := range []struct {
+			op string
+			in []*tensor.Dense
+		}{
+			{"Conv2DBackpropInput", []*tensor.Dense{testutil.Ints(t, xs...), f, dy}},
+			{"Conv2DBackpropFilter", []*tensor.Dense{x, testutil.Ints(t, fs...), dy}},
+		} {
+			calls = append(calls, call{fmt.Sprintf("%s/%s/%s/%v", c.op, sh.Name, format, dt), c.op, attrs, c.in})
+		}
+	})
 	runner := func(c call, threads int) func() {
 		return registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
 	}
@@ -93,27 +73,12 @@ func TestConv2DBackpropAllocations(t *testing.T) {
 	// of slack for the runtime's own (a parking worker may need a new
 	// sudog after a collection).
 	fn := func(w, i int) {}
-	perLoop := conv2DMallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
+	perLoop := testutil.MallocsPerCall(20, func() { parallel.Each(2, 8, fn) })
 	const loops, ownPerLoop = 2, 2
 	bound := loops*(ownPerLoop+perLoop) + 1
 	for _, c := range calls {
-		if got := conv2DMallocsPerCall(5, runner(c, 2)); got > bound {
+		if got := testutil.MallocsPerCall(5, runner(c, 2)); got > bound {
 			t.Errorf("%s on 2 threads: %v allocations per call, want at most %v", c.name, got, bound)
 		}
 	}
-}
-
-// conv2DMallocsPerCall returns the heap allocations per call of f over runs
-// calls, after a few untimed ones, at the current GOMAXPROCS.
-func conv2DMallocsPerCall(runs int, f func()) float64 {
-	for range 3 {
-		f()
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }

@@ -3,7 +3,6 @@ package backward_test
 import (
 	"math/rand"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -50,23 +49,7 @@ func convBench(b *testing.B, n, h, w, c, o, k, s int, modes ...string) {
 			}
 		}
 	}
-	step()
-	b.ResetTimer()
-	cpu0 := convCPUTime()
-	for i := 0; i < b.N; i++ {
-		step()
-	}
-	// The machine is shared: CPU time is steadier than wall time.
-	b.ReportMetric(float64(convCPUTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
-}
-
-// convCPUTime returns the process's user+system CPU time in nanoseconds.
-func convCPUTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	benchCPU(b, step)
 }
 
 func BenchmarkConv2DW1Fwd(b *testing.B)       { convBench(b, 32, 32, 32, 16, 32, 3, 1, "fwd") }

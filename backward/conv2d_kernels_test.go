@@ -47,13 +47,8 @@ func (l conv2DLayout) shape(n, h, w, c int) []int {
 // strides and dilations in the layout of format, and for EXPLICIT the
 // paddings pads (top, bottom, left, right).
 func conv2DWindowAttrs(format string, sh, sw, dh, dw int, padding string, pads [4]int) forward.Conv2DAttrs {
-	l := conv2DLayoutOf(format)
-	a := forward.Conv2DAttrs{Strides: l.shape(1, sh, sw, 1), Padding: padding, DataFormat: format, Dilations: l.shape(1, dh, dw, 1)}
-	if padding == "EXPLICIT" {
-		a.ExplicitPaddings = make([]int, 8)
-		a.ExplicitPaddings[2*l.h], a.ExplicitPaddings[2*l.h+1], a.ExplicitPaddings[2*l.w], a.ExplicitPaddings[2*l.w+1] = pads[0], pads[1], pads[2], pads[3]
-	}
-	return a
+	s, d, p := testutil.ConvWindow(format, sh, sw, dh, dw, padding, pads)
+	return forward.Conv2DAttrs{Strides: s, Padding: padding, DataFormat: format, Dilations: d, ExplicitPaddings: p}
 }
 
 // conv2DAttrsFor returns attrs in the layout of g.
@@ -205,20 +200,9 @@ func TestConv2DDirectPaths(t *testing.T) {
 func TestConv2DBackpropSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, op := range []string{"Conv2DBackpropInput", "Conv2DBackpropFilter"} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples := def.Samples(r)
-		if len(samples) < 8 {
-			t.Fatalf("%s: %d samples", op, len(samples))
-		}
-		for _, s := range samples {
-			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
-			if err != nil {
-				t.Fatalf("%s %s: %v", op, s.Name, err)
-			}
-			for _, v := range testutil.Float64s(t, out[0]) {
+		samples, outs := registrytest.RunSamples(t, op, r, 8, registrytest.KC(0))
+		for i, s := range samples {
+			for _, v := range testutil.Float64s(t, outs[i][0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -326,7 +310,7 @@ type conv2DErrCase struct {
 	name   string
 	op     string
 	attrs  any
-	in     func(t *testing.T) []*tensor.Dense
+	in     func(t testing.TB) []*tensor.Dense
 	kind   error
 	substr string
 }
@@ -334,43 +318,13 @@ type conv2DErrCase struct {
 // TestConv2DBackpropErrors checks the backprops' errors: the attr errors
 // they share with Conv2D, then their own inputs'.
 func TestConv2DBackpropErrors(t *testing.T) {
-	f64 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	ints := func(v ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
-	}
-	int64s := func(v ...int64) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			d, err := tensorx.New([]int{len(v)}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	ints2d := func(t *testing.T) *tensor.Dense {
+	f64, f32, ints, int64s, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.IntsFn, testutil.Int64sFn, testutil.Seq
+	ints2d := func(t testing.TB) *tensor.Dense {
 		d, err := tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	}
-	seq := func(fs ...func(t *testing.T) *tensor.Dense) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
 	}
 	s1 := []int{1, 1, 1, 1}
 	at := func(strides []int, padding string) forward.Conv2DAttrs {
@@ -383,7 +337,7 @@ func TestConv2DBackpropErrors(t *testing.T) {
 	// Attr errors, for both ops.
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 		bd error // kind of the batch/depth stride error
 	}{{"Conv2DBackpropInput", bi, UN}, {"Conv2DBackpropFilter", bf, IA}} {
 		cases = append(cases,
@@ -451,15 +405,10 @@ func TestConv2DBackpropErrors(t *testing.T) {
 // spec §2–§3 beyond the spec vectors.
 func TestConv2DBackpropEmpty(t *testing.T) {
 	v := forward.Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	f64 := func(shape ...int) *tensor.Dense {
-		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
-	}
+	f64 := func(shape ...int) *tensor.Dense { return testutil.ArangeFloat64s(t, shape...) }
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		testutil.CloseBound(t, name, out[0], shape, make([]float64, testutil.Numel(shape)), make([]float64, testutil.Numel(shape)), 0)
+		testutil.WantZeros(t, name, out, err, shape)
 	}
 	// Backprop filter with an empty out_backprop (and non-empty input): zeros.
 	out, err := registrytest.Run(t, "Conv2DBackpropFilter", forward.Conv2DAttrs{Strides: []int{1, 1, 2, 1}, Padding: "VALID"}, 1,

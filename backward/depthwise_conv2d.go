@@ -86,7 +86,7 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 	if err != nil {
 		return nil, err
 	}
-	out, err := dwOutput(kc, op, f.Dtype(), xs)
+	out, err := forward.DepthwiseConv2dOutput(kc, op, f.Dtype(), xs)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 		clear(od)
 		return kc.Results(out), nil
 	}
-	w, err := dwWork[T](kc, dwconv.BackpropInputWork[T](&g))
+	w, err := forward.DepthwiseConv2dWork[T](kc, dwconv.BackpropInputWork[T](&g))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := dwOutput(kc, op, x.Dtype(), fs)
+	out, err := forward.DepthwiseConv2dOutput(kc, op, x.Dtype(), fs)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 		clear(od)
 		return kc.Results(out), nil
 	}
-	w, err := dwWork[T](kc, dwconv.BackpropFilterWork[T](&g))
+	w, err := forward.DepthwiseConv2dWork[T](kc, dwconv.BackpropFilterWork[T](&g))
 	if err != nil {
 		return nil, err
 	}
@@ -164,49 +164,4 @@ func dwSizesArg(op, name string, t *tensor.Dense, buf []int) ([]int, error) {
 		}
 	}
 	return v, nil
-}
-
-// dwOutput allocates an output, reporting a shape too large to hold as an
-// error naming the op.
-func dwOutput(kc *registry.KernelCtx, op string, dt tensor.Dtype, shape []int) (*tensor.Dense, error) {
-	if _, err := tensorx.Numel(shape); err != nil {
-		return nil, registry.Errorf(registry.ErrShape, "%s: output shape %v: %v", op, slices.Clone(shape), err)
-	}
-	return kc.Output(dt, shape...)
-}
-
-// dwWork allocates the scratch memory ws of a dwconv call from kc: the
-// layout copies, the partial filters (zeroed), the accumulators, the
-// filter copies and the zeroed row, in that order.
-func dwWork[T tensorx.Float](kc *registry.KernelCtx, ws dwconv.WorkSize) (dwconv.Work[T], error) {
-	var w dwconv.Work[T]
-	var err error
-	for i, n := range ws.Layout {
-		if n > 0 {
-			if w.Layout[i], err = registry.Scratch[T](kc, n, false); err != nil {
-				return w, err
-			}
-		}
-	}
-	if ws.Parts > 0 {
-		if w.Parts, err = registry.Scratch[float64](kc, ws.Parts, true); err != nil {
-			return w, err
-		}
-	}
-	if ws.Accs > 0 {
-		if w.Accs, err = registry.Scratch[T](kc, ws.Accs, false); err != nil {
-			return w, err
-		}
-	}
-	if ws.Taps > 0 {
-		if w.Taps, err = registry.Scratch[T](kc, ws.Taps, false); err != nil {
-			return w, err
-		}
-	}
-	if ws.Zero > 0 {
-		if w.Zero, err = registry.Scratch[T](kc, ws.Zero, true); err != nil {
-			return w, err
-		}
-	}
-	return w, nil
 }

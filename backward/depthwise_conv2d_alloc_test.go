@@ -3,65 +3,15 @@
 package backward_test
 
 import (
-	"math"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/forward"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
-	"github.com/tapegrad/tapegrad/registry"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
-
-// dwRecycler is an Allocator that, like the tape's arena in steady state,
-// serves every request again from the buffers it handed out once reset,
-// without allocating itself (a linear search over its buffers).
-type dwRecycler struct{ bufs []dwRecycled }
-
-// dwRecycled is one buffer of a dwRecycler.
-type dwRecycled struct {
-	d    *tensor.Dense
-	used bool
-}
-
-func (r *dwRecycler) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	for i := range r.bufs {
-		b := &r.bufs[i]
-		if !b.used && b.d.Dtype() == dt && tensorx.SameShape(b.d.Shape(), shape) {
-			b.used = true
-			if zeroed {
-				switch dt {
-				case tensor.Float32:
-					clear(b.d.Float32s())
-				case tensor.Float64:
-					clear(b.d.Float64s())
-				case tensor.Int32:
-					clear(b.d.Int32s())
-				case tensor.Int64:
-					clear(b.d.Int64s())
-				}
-			}
-			return b.d, nil
-		}
-	}
-	d, err := tensorx.Zeros(dt, shape)
-	if err != nil {
-		return nil, err
-	}
-	r.bufs = append(r.bufs, dwRecycled{d: d, used: true})
-	return d, nil
-}
-
-func (r *dwRecycler) Release(d *tensor.Dense) {
-	for i := range r.bufs {
-		if r.bufs[i].d == d {
-			r.bufs[i].used = false
-		}
-	}
-}
 
 // dwParAllocBound is what a depthwise backprop may allocate per call when
 // its loop runs on two threads: the closure handed to internal/parallel
@@ -108,49 +58,9 @@ func TestDepthwiseConv2dBackpropAllocateNothing(t *testing.T) {
 		{"dw/filter/m2", "DepthwiseConv2dNativeBackpropFilter", dw(1, "NHWC"), []*tensor.Dense{dx64, i64(3, 3, 6, 2), f64(16, 16, 16, 12)}},
 		{"dw/filter/NCHW", "DepthwiseConv2dNativeBackpropFilter", dwNCHW, []*tensor.Dense{dxc, i32(3, 3, 8, 1), f32(8, 8, 46, 46)}},
 	} {
-		def, err := registry.Lookup(c.op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		attrs, err := def.NormalizeAttrs(c.attrs)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
 		for _, threads := range []int{1, 2} {
-			alloc := &dwRecycler{}
-			kc := &registry.KernelCtx{Alloc: alloc, Threads: threads}
-			run := func() {
-				for i := range alloc.bufs {
-					alloc.bufs[i].used = false
-				}
-				if _, err := registry.RunNormalized(def, kc, attrs, c.in); err != nil {
-					t.Fatalf("%s: %v", c.name, err)
-				}
-			}
-			run()
-			if threads == 1 {
-				n := testing.AllocsPerRun(20, run)
-				t.Logf("%-18s one thread:  %v allocations per run", c.name, n)
-				if n != 0 {
-					t.Errorf("%s, one thread: %v allocations per run, want 0", c.name, n)
-				}
-				continue
-			}
-			for range 10 {
-				run()
-			}
-			least := uint64(math.MaxUint64)
-			for range 15 {
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
-				run()
-				runtime.ReadMemStats(&m1)
-				least = min(least, m1.Mallocs-m0.Mallocs)
-			}
-			t.Logf("%-18s two threads: %v allocations per run", c.name, least)
-			if least > dwParAllocBound {
-				t.Errorf("%s, two threads: %v allocations per run, want at most %d", c.name, least, dwParAllocBound)
-			}
+			run := registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
+			testutil.CheckAllocs(t, c.name, threads, dwParAllocBound, run)
 		}
 	}
 }

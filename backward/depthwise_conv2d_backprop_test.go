@@ -25,20 +25,12 @@ import (
 // dwAttrs returns the attrs of a geometry given in NHWC names; pads are
 // top, bottom, left, right for EXPLICIT padding.
 func dwAttrs(nchw bool, sh, sw, dh, dw int, padding string, pads [4]int) forward.DepthwiseConv2dAttrs {
-	a := forward.DepthwiseConv2dAttrs{Strides: []int{1, sh, sw, 1}, Padding: padding, Dilations: []int{1, dh, dw, 1}}
-	h, w := 1, 2
+	format := "NHWC"
 	if nchw {
-		a.DataFormat = "NCHW"
-		a.Strides, a.Dilations = []int{1, 1, sh, sw}, []int{1, 1, dh, dw}
-		h, w = 2, 3
-	} else {
-		a.DataFormat = "NHWC"
+		format = "NCHW"
 	}
-	if padding == "EXPLICIT" {
-		a.ExplicitPaddings = make([]int, 8)
-		a.ExplicitPaddings[2*h], a.ExplicitPaddings[2*h+1], a.ExplicitPaddings[2*w], a.ExplicitPaddings[2*w+1] = pads[0], pads[1], pads[2], pads[3]
-	}
-	return a
+	s, d, p := testutil.ConvWindow(format, sh, sw, dh, dw, padding, pads)
+	return forward.DepthwiseConv2dAttrs{Strides: s, Padding: padding, DataFormat: format, Dilations: d, ExplicitPaddings: p}
 }
 
 // dwHW returns the positions of the H and W axes in data_format format.
@@ -49,146 +41,23 @@ func dwHW(format string) (h, w int) {
 	return 1, 2
 }
 
-// dwNHWCToNCHW transposes values of NHWC shape s.
-func dwNHWCToNCHW(v []float64, s []int) ([]float64, []int) {
-	n, h, w, c := s[0], s[1], s[2], s[3]
-	out := make([]float64, len(v))
-	for b := range n {
-		for y := range h {
-			for x := range w {
-				for ch := range c {
-					out[((b*c+ch)*h+y)*w+x] = v[((b*h+y)*w+x)*c+ch]
-				}
-			}
-		}
-	}
-	return out, []int{n, c, h, w}
-}
-
 // ---------------------------------------------------------------------
 // Grid against the reference.
-
-type dwGridCase struct {
-	g       testutil.DepthwiseRef
-	ok      bool
-	padding string
-	pads    [4]int
-}
-
-func (c *dwGridCase) String() string {
-	g := &c.g
-	f := "NHWC"
-	if g.NCHW {
-		f = "NCHW"
-	}
-	return fmt.Sprintf("%s/%s%v/x[%d,%d,%d,%d]/f[%d,%d,%d,%d]/s%d,%d/d%d,%d", f, c.padding, c.pads,
-		g.N, g.H, g.W, g.C, g.KH, g.KW, g.C, g.M, g.SH, g.SW, g.DH, g.DW)
-}
-
-// dwGrid is the attr grid: both layouts, three paddings, equal and
-// unequal strides 1–3, dilations 1–2, multipliers 1–3, 3x3 (the fast
-// paths), non-square and 1-wide filters, odd sizes, batch 1–3. Without
-// -long a fixed, spread-out subset runs, plus every 3x3 multiplier-1 case
-// at strides 1 and 2 (the fast paths).
-func dwGrid(long bool) []dwGridCase {
-	strides := [][2]int{{1, 1}, {2, 2}, {2, 1}, {1, 3}, {3, 3}}
-	dils := [][2]int{{1, 1}, {2, 1}, {1, 2}, {2, 2}}
-	filters := [][2]int{{3, 3}, {2, 3}, {1, 1}, {3, 2}, {1, 4}}
-	chans := [][2]int{{5, 1}, {2, 2}, {3, 3}, {17, 1}} // c, m
-	inputs := [][2]int{{6, 7}, {9, 8}, {2, 3}}
-	var out []dwGridCase
-	idx := 0
-	for _, nchw := range []bool{false, true} {
-		for _, padding := range []string{"VALID", "SAME", "EXPLICIT"} {
-			for _, s := range strides {
-				for _, d := range dils {
-					for _, f := range filters {
-						for _, ch := range chans {
-							for _, in := range inputs {
-								idx++
-								fast := f == [2]int{3, 3} && ch[1] == 1 && d[1] == 1 && s[1] <= 2 && in[0] >= 6 && idx%3 == 0
-								if !long && !fast && idx%31 != 0 && idx%101 != 7 {
-									continue
-								}
-								pads := [4]int{1, 0, 2, 1}
-								switch idx % 3 {
-								case 1:
-									pads = [4]int{0, 2, 1, 3}
-								case 2:
-									pads = [4]int{4, 1, 0, 0}
-								}
-								if padding != "EXPLICIT" {
-									pads = [4]int{}
-								}
-								n := 1 + idx%3
-								g, ok := testutil.NewDepthwiseRef(nchw, n, in[0], in[1], ch[0], ch[1], f[0], f[1], s[0], s[1], d[0], d[1], padding, pads)
-								out = append(out, dwGridCase{g: g, ok: ok, padding: padding, pads: pads})
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return out
-}
 
 // dwCheckCase runs the two backprop ops of one geometry on random
 // inputs in float64 and float32, with 1 and 3 threads, against the
 // reference; results must be bit-identical across thread counts. A
 // geometry with a negative output size has no backprop shapes (the
 // forward op's tests check its error).
-func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
+func dwCheckCase(t *testing.T, c *testutil.DepthwiseCase, seed int64) {
 	t.Helper()
-	if !c.ok {
-		return
-	}
-	g := &c.g
-	ops := [2]string{"DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}
-	attrs := dwAttrs(g.NCHW, g.SH, g.SW, g.DH, g.DW, c.padding, c.pads)
-	r := rand.New(rand.NewSource(seed))
-	xs, fs, ys := g.XShape(), g.FShape(), g.YShape()
-	x := testutil.Normal(r, testutil.Numel(xs))
-	f := testutil.Normal(r, testutil.Numel(fs))
-	dy := testutil.Normal(r, testutil.Numel(ys))
-	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-		rel := 1e-13
-		if dt == tensor.Float32 {
-			rel = 3e-6
-		}
-		xr, fr, dyr := testutil.Round(dt, x), testutil.Round(dt, f), testutil.Round(dt, dy)
-		xa, fa, dya := testutil.Abs(xr), testutil.Abs(fr), testutil.Abs(dyr)
-		wantDx, boundDx := g.BackpropInput(fr, dyr), g.BackpropInput(fa, dya)
-		wantDf, boundDf := g.BackpropFilter(xr, dyr), g.BackpropFilter(xa, dya)
-		var first [2]*tensor.Dense
-		for _, threads := range []int{1, 3} {
-			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			dx, err := registrytest.Run(t, ops[0], attrs, threads, testutil.Ints(t, xs...), testutil.Dense(t, dt, fs, f), testutil.Dense(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: %s: %v", name, ops[0], err)
-			}
-			testutil.CloseBound(t, name+"/"+ops[0], dx[0], xs, wantDx, boundDx, rel)
-			df, err := registrytest.Run(t, ops[1], attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Ints(t, fs...), testutil.Dense(t, dt, ys, dy))
-			if err != nil {
-				t.Fatalf("%s: %s: %v", name, ops[1], err)
-			}
-			testutil.CloseBound(t, name+"/"+ops[1], df[0], fs, wantDf, boundDf, rel)
-			res := [2]*tensor.Dense{dx[0], df[0]}
-			if threads == 1 {
-				first = res
-				continue
-			}
-			for i := range res {
-				if !testutil.BitEqual(t, first[i], res[i]) {
-					t.Fatalf("%s: %s differs between 1 and %d threads", name, ops[i], threads)
-				}
-			}
-		}
-	}
+	ops := [3]string{"", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}
+	g := &c.Ref
+	registrytest.CheckConvRef(t, c, ops, g, c.OK, dwAttrs(g.NCHW, g.SH, g.SW, g.DH, g.DW, c.Padding, c.Pads), seed)
 }
 
 func TestDepthwiseConv2dBackpropGrid(t *testing.T) {
-	cases := dwGrid(testutil.Long())
+	cases := testutil.DepthwiseGrid(testutil.Long())
 	if len(cases) < 100 {
 		t.Fatalf("grid has only %d cases", len(cases))
 	}
@@ -198,49 +67,25 @@ func TestDepthwiseConv2dBackpropGrid(t *testing.T) {
 	}
 }
 
-// TestDepthwiseConv2dBackpropLarger uses shapes large enough for several filter
-// gradient chunks and row blocks on several goroutines, with the fast
-// paths (3x3, multiplier 1, stride 1 and 2), a multiplier-2 case, a large
-// explicit padding (the input-gradient window starts past the left edge)
-// and a stride larger than the input.
+// TestDepthwiseConv2dBackpropLarger runs testutil.DepthwiseLarger: shapes
+// large enough for several filter gradient chunks and row blocks on
+// several goroutines.
 func TestDepthwiseConv2dBackpropLarger(t *testing.T) {
-	for i, c := range []struct {
-		nchw                 bool
-		n, h, w, ch, m, k, s int
-		padding              string
-		pads                 [4]int
-	}{
-		{n: 3, h: 23, w: 21, ch: 40, m: 1, k: 3, s: 1, padding: "SAME"},
-		{n: 2, h: 30, w: 29, ch: 24, m: 1, k: 3, s: 2, padding: "SAME"},
-		{n: 2, h: 17, w: 18, ch: 9, m: 2, k: 3, s: 1, padding: "VALID", nchw: true},
-		{n: 1, h: 12, w: 14, ch: 8, m: 1, k: 3, s: 1, padding: "EXPLICIT", pads: [4]int{5, 0, 6, 2}},
-		{n: 1, h: 11, w: 13, ch: 5, m: 1, k: 3, s: 2, padding: "EXPLICIT", pads: [4]int{3, 2, 5, 4}},
-		{n: 1, h: 11, w: 12, ch: 5, m: 1, k: 3, s: 2, padding: "EXPLICIT", pads: [4]int{4, 1, 3, 0}},
-		{n: 2, h: 5, w: 4, ch: 3, m: 2, k: 2, s: 7, padding: "SAME"},
-	} {
-		g, ok := testutil.NewDepthwiseRef(c.nchw, c.n, c.h, c.w, c.ch, c.m, c.k, c.k, c.s, c.s, 1, 1, c.padding, c.pads)
-		if !ok {
+	for i, c := range testutil.DepthwiseLarger() {
+		if !c.OK {
 			t.Fatalf("case %d: bad geometry", i)
 		}
-		gc := dwGridCase{g: g, ok: true, padding: c.padding, pads: c.pads}
-		dwCheckCase(t, &gc, int64(100+i))
+		dwCheckCase(t, &c, int64(100+i))
 	}
 }
 
 func TestDepthwiseConv2dBackpropSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, op := range []string{"DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples := def.Samples(r)
-		if len(samples) < 8 {
-			t.Fatalf("%s: %d samples", op, len(samples))
-		}
+		samples, outs := registrytest.RunSamples(t, op, r, 8, registrytest.KC(0))
 		mults, formats, paddings := map[int]bool{}, map[string]bool{}, map[string]bool{}
 		unequal, dilated := false, false
-		for _, s := range samples {
+		for i, s := range samples {
 			a := s.Attrs.(forward.DepthwiseConv2dAttrs)
 			h, w := dwHW(a.DataFormat)
 			formats[a.DataFormat], paddings[a.Padding] = true, true
@@ -251,11 +96,7 @@ func TestDepthwiseConv2dBackpropSamples(t *testing.T) {
 			} else {
 				mults[s.Inputs[1].Shape()[3]] = true
 			}
-			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
-			if err != nil {
-				t.Fatalf("%s %s: %v", op, s.Name, err)
-			}
-			for _, v := range testutil.Float64s(t, out[0]) {
+			for _, v := range testutil.Float64s(t, outs[i][0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -309,7 +150,7 @@ func TestDepthwiseConv2dBackpropSpecVectors(t *testing.T) {
 						vals = testutil.Arange(testutil.Numel(s))
 					}
 					if nchw {
-						vals, s = dwNHWCToNCHW(vals, s)
+						vals, s = testutil.NHWCToNCHW(vals, s)
 					}
 					return testutil.Dense(t, dt, s, vals)
 				}
@@ -338,7 +179,7 @@ func TestDepthwiseConv2dBackpropSpecVectors(t *testing.T) {
 				}
 				want, shape := v.want, v.outShape
 				if nchw && v.op != "DepthwiseConv2dNativeBackpropFilter" {
-					want, shape = dwNHWCToNCHW(want, shape)
+					want, shape = testutil.NHWCToNCHW(want, shape)
 				}
 				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}
@@ -350,50 +191,19 @@ func TestDepthwiseConv2dBackpropSpecVectors(t *testing.T) {
 // Errors and empty tensors.
 
 func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
-	type tensorFn func(t *testing.T) *tensor.Dense
-	f64 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	ints := func(v ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense { return testutil.Ints(t, v...) }
-	}
-	int64s := func(v ...int64) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			d, err := tensorx.New([]int{len(v)}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	ints2d := func(t *testing.T) *tensor.Dense {
+	f64, f32, ints, int64s, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.IntsFn, testutil.Int64sFn, testutil.Seq
+	ints2d := func(t testing.TB) *tensor.Dense {
 		d, err := tensorx.New([]int{2, 2}, []int32{1, 2, 3, 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	seq := func(fs ...tensorFn) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
 	type errCase struct {
 		name   string
 		op     string
 		attrs  any
-		in     func(t *testing.T) []*tensor.Dense
+		in     func(t testing.TB) []*tensor.Dense
 		kind   error
 		substr string
 	}
@@ -408,7 +218,7 @@ func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
 	var cases []errCase
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 	}{{biOp, bi}, {bfOp, bf}} {
 		cases = append(cases,
 			errCase{"padding", o.op, at(s1, "FULL"), o.in, IA, "allowed values"},
@@ -475,16 +285,10 @@ func TestDepthwiseConv2dBackpropErrors(t *testing.T) {
 // rules (spec §3, §6).
 func TestDepthwiseConv2dBackpropEmpty(t *testing.T) {
 	v := forward.DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	f64 := func(shape ...int) *tensor.Dense {
-		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
-	}
+	f64 := func(shape ...int) *tensor.Dense { return testutil.ArangeFloat64s(t, shape...) }
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		n := testutil.Numel(shape)
-		testutil.CloseBound(t, name, out[0], shape, make([]float64, n), make([]float64, n), 0)
+		testutil.WantZeros(t, name, out, err, shape)
 	}
 	// Backprop input with empty input_sizes returns empty; with an empty
 	// out_backprop (degenerate axis), zeros.
@@ -519,23 +323,8 @@ func TestDepthwiseConv2dBackpropNoPanics(t *testing.T) {
 			}
 			return s
 		}
-		a := forward.DepthwiseConv2dAttrs{
-			Strides:   []int{1, pick(1, 2, 3), pick(1, 2), 1},
-			Padding:   []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)],
-			Dilations: []int{1, pick(1, 2), pick(1, 3), 1},
-		}
-		if r.Intn(2) == 0 {
-			a.DataFormat = "NCHW"
-			a.Strides = []int{1, 1, a.Strides[1], a.Strides[2]}
-			a.Dilations = []int{1, 1, a.Dilations[1], a.Dilations[2]}
-		}
-		if a.Padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			h, w := dwHW(a.DataFormat)
-			for _, i := range []int{2 * h, 2*h + 1, 2 * w, 2*w + 1} {
-				a.ExplicitPaddings[i] = pick(0, 1, 4)
-			}
-		}
+		format, padding, strides, dilations, explicit := testutil.RandomDepthwiseWindow(r)
+		a := forward.DepthwiseConv2dAttrs{Strides: strides, Padding: padding, DataFormat: format, Dilations: dilations, ExplicitPaddings: explicit}
 		op := ops[r.Intn(2)]
 		xs, fs, ys := shape(), shape(), shape()
 		var in []*tensor.Dense

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -79,25 +78,9 @@ func dwOpBench(b *testing.B, n, h, c, s int, mode string) {
 	default:
 		bytes = 3 * (X + Y + F)
 	}
-	step()
-	b.ResetTimer()
-	cpu0 := dwBenchCPUTime()
-	for range b.N {
-		step()
-	}
+	benchCPU(b, step)
 	sec := b.Elapsed().Seconds()
-	b.ReportMetric(float64(dwBenchCPUTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(bytes)*float64(b.N)/sec/1e9, "GB/s")
-}
-
-// dwBenchCPUTime returns the process's user+system CPU time in
-// nanoseconds.
-func dwBenchCPUTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // ---------------------------------------------------------------------
@@ -148,23 +131,7 @@ func dwBench(b *testing.B, n, h, w, c, s int, modes ...string) {
 			}
 		}
 	}
-	step()
-	b.ResetTimer()
-	cpu0 := dwCPUTime()
-	for i := 0; i < b.N; i++ {
-		step()
-	}
-	// The machine is shared: CPU time is steadier than wall time.
-	b.ReportMetric(float64(dwCPUTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
-}
-
-// dwCPUTime returns the process's user+system CPU time in nanoseconds.
-func dwCPUTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	benchCPU(b, step)
 }
 
 func BenchmarkDepthwiseW5Fwd(b *testing.B)       { dwBench(b, 8, 56, 56, 128, 1, "fwd") }

@@ -495,20 +495,8 @@ func TestFakeQuantErrors(t *testing.T) {
 // the ops accept, with inputs away from the nudged bounds.
 func TestFakeQuantSamplesValid(t *testing.T) {
 	for _, op := range []string{fqArgs, fqArgsGrad, fqVars, fqVarsGrad, fqVarsAdj, fqChannel, fqChannelGrad, fqChannelAdj} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for seed := int64(1); seed <= 3; seed++ {
-			samples := def.Samples(rand.New(rand.NewSource(seed)))
-			if len(samples) < 3 {
-				t.Fatalf("%s: %d samples", op, len(samples))
-			}
-			for _, s := range samples {
-				if _, err := registrytest.Run(t, op, s.Attrs, 1, s.Inputs...); err != nil {
-					t.Fatalf("%s sample %s: %v", op, s.Name, err)
-				}
-			}
+			registrytest.RunSamples(t, op, rand.New(rand.NewSource(seed)), 3, registrytest.KC(1))
 		}
 	}
 	// The layouts keep every input at least the gap from its channel's

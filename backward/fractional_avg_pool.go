@@ -36,8 +36,8 @@ func init() {
 		Name: fpAvgGradName,
 		Doc: "gradient of FractionalAvgPool: each out_backprop value spread uniformly over its cell of an input of shape " +
 			"orig_input_tensor_shape (int64 [4]); accumulated in float64",
-		Inputs:    fpArgs("orig_input_tensor_shape", "out_backprop", "row_pooling_sequence", "col_pooling_sequence"),
-		Outputs:   fpArgs("output"),
+		Inputs:    args("orig_input_tensor_shape", "out_backprop", "row_pooling_sequence", "col_pooling_sequence"),
+		Outputs:   args("output"),
 		Attrs:     forward.FractionalPoolGradAttrs{},
 		TypeInput: 1,
 		Kernels:   fpKernels(fpAvgGradKernel[float32], fpAvgGradKernel[float64], fpAvgGradKernel[int32], fpAvgGradKernel[int64]),
@@ -47,7 +47,7 @@ func init() {
 		Name: fpAvgSeqName,
 		Doc: "average pooling (NHWC) over the cells of given int64 row and column pooling sequences; the adjoint of " +
 			"FractionalAvgPoolGrad (tapegrad op, beyond TensorFlow)",
-		Inputs: fpArgs("value", "row_pooling_sequence", "col_pooling_sequence"), Outputs: fpArgs("output"),
+		Inputs: args("value", "row_pooling_sequence", "col_pooling_sequence"), Outputs: args("output"),
 		Attrs:   forward.FractionalPoolSeqAttrs{},
 		Kernels: fpKernels(fpAvgSeqKernel[float32], fpAvgSeqKernel[float64], fpAvgSeqKernel[int32], fpAvgSeqKernel[int64]),
 		Samples: fpAvgSeqSamples,

@@ -3,9 +3,7 @@
 package backward_test
 
 import (
-	"math"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -74,30 +72,7 @@ func TestFractionalAvgPoolGradAllocatesNothing(t *testing.T) {
 	for _, c := range cases {
 		for _, threads := range c.threads {
 			run := registrytest.KernelRun(t, c.name, "FractionalAvgPoolGrad", c.attrs, threads, c.in)
-			run()
-			if threads == 1 {
-				n := testing.AllocsPerRun(20, run)
-				t.Logf("%-18s one thread:  %v allocations per run", c.name, n)
-				if n != 0 {
-					t.Errorf("%s, one thread: %v allocations per run, want 0", c.name, n)
-				}
-				continue
-			}
-			for range 10 {
-				run()
-			}
-			least := uint64(math.MaxUint64)
-			for range 15 {
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
-				run()
-				runtime.ReadMemStats(&m1)
-				least = min(least, m1.Mallocs-m0.Mallocs)
-			}
-			t.Logf("%-18s two threads: %v allocations per run", c.name, least)
-			if least > fpParAllocBound {
-				t.Errorf("%s, two threads: %v allocations per run, want at most %d", c.name, least, fpParAllocBound)
-			}
+			testutil.CheckAllocs(t, c.name, threads, fpParAllocBound, run)
 		}
 	}
 }

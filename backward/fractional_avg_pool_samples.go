@@ -34,20 +34,6 @@ func fpInt64s(v ...int64) *tensor.Dense {
 	return d
 }
 
-// fpRandDense returns a float64 tensor of standard normal values.
-func fpRandDense(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = r.NormFloat64()
-	}
-	d, _ := tensorx.New(shape, s)
-	return d
-}
-
 // fpGradConfig is an input shape with the sequences of a grad-op sample.
 type fpGradConfig struct {
 	name        string
@@ -96,7 +82,7 @@ func fpAvgGradSamples(r *rand.Rand) []registry.Sample {
 		if c.dyBatch > 0 {
 			nd = c.dyBatch
 		}
-		dy := fpRandDense(r, nd, len(c.rows)-1, len(c.cols)-1, c.shape[3])
+		dy := forward.SampleNormal(r, nd, len(c.rows)-1, len(c.cols)-1, c.shape[3])
 		out = append(out, registry.Sample{Name: c.name, Attrs: forward.FractionalPoolGradAttrs{Overlapping: c.overlapping},
 			Inputs: []*tensor.Dense{fpInt64s(shape...), dy, rows, cols}})
 	}
@@ -112,7 +98,7 @@ func fpAvgSeqSamples(r *rand.Rand) []registry.Sample {
 		if c.extra > 0 {
 			a.OutputRows, a.OutputCols = len(c.rows)-1, len(c.cols)-1
 		}
-		out = append(out, registry.Sample{Name: c.name, Attrs: a, Inputs: []*tensor.Dense{fpRandDense(r, c.shape...), rows, cols}})
+		out = append(out, registry.Sample{Name: c.name, Attrs: a, Inputs: []*tensor.Dense{forward.SampleNormal(r, c.shape...), rows, cols}})
 	}
 	return out
 }

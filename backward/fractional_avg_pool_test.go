@@ -143,8 +143,8 @@ func TestFractionalAvgPoolWithSequencesForward(t *testing.T) {
 			o32 := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalAvgPool", c.attrs, testutil.New(t, c.shape, x32))
 			// Same input through the sequences op.
 			os := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: c.attrs.Overlapping}, testutil.New(t, c.shape, x32), o32[1], o32[2])
-			fpCheckAvg(t, name+"/seq-f32", os[0].Float32s(), o32[0].Float32s())
-			fpCheckAvg(t, name+"/seq-ref", os[0].Float32s(), fpRefAvg(x32, n, h, w, ch, o32[1].Int64s(), o32[2].Int64s(), c.attrs.Overlapping))
+			testutil.SameBits(t, name+"/seq-f32", os[0].Float32s(), o32[0].Float32s())
+			testutil.SameBits(t, name+"/seq-ref", os[0].Float32s(), testutil.FracPoolAvg(x32, n, h, w, ch, o32[1].Int64s(), o32[2].Int64s(), c.attrs.Overlapping))
 		}
 	}
 }
@@ -223,16 +223,16 @@ func TestFractionalAvgPoolGrad(t *testing.T) {
 				dyShape := []int{n, oh, ow, ch}
 				kc := func() *registry.KernelCtx { return registrytest.SeededKC(threads, 1) }
 				o := registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dv), fpInt64s(c.rows...), fpInt64s(c.cols...))
-				fpCheckAvg(t, name+"/f64", o[0].Float64s(), fpRefAvgGrad(dv, n, h, w, ch, rs, cs, ov))
+				testutil.SameBits(t, name+"/f64", o[0].Float64s(), testutil.FracPoolAvgGrad(dv, n, n, h, w, ch, rs, cs, ov))
 				d32 := testutil.Convert[float32](dv)
 				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, d32), fpInt64s(c.rows...), fpInt64s(c.cols...))
-				fpCheckAvg(t, name+"/f32", o[0].Float32s(), fpRefAvgGrad(d32, n, h, w, ch, rs, cs, ov))
+				testutil.SameBits(t, name+"/f32", o[0].Float32s(), testutil.FracPoolAvgGrad(d32, n, n, h, w, ch, rs, cs, ov))
 				di := testutil.Convert[int32](dv)
 				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, di), fpInt64s(c.rows...), fpInt64s(c.cols...))
-				fpCheckAvg(t, name+"/i32", o[0].Int32s(), fpRefAvgGrad(di, n, h, w, ch, rs, cs, ov))
+				testutil.SameBits(t, name+"/i32", o[0].Int32s(), testutil.FracPoolAvgGrad(di, n, n, h, w, ch, rs, cs, ov))
 				dl := testutil.Convert[int64](dv)
 				o = registrytest.MustRunKC(t, kc(), "FractionalAvgPoolGrad", a, st, testutil.New(t, dyShape, dl), fpInt64s(c.rows...), fpInt64s(c.cols...))
-				fpCheckAvg(t, name+"/i64", o[0].Int64s(), fpRefAvgGrad(dl, n, h, w, ch, rs, cs, ov))
+				testutil.SameBits(t, name+"/i64", o[0].Int64s(), testutil.FracPoolAvgGrad(dl, n, n, h, w, ch, rs, cs, ov))
 			}
 		}
 	}
@@ -246,8 +246,8 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 		n, h, w, c := 1+r.Intn(2), 2+r.Intn(12), 2+r.Intn(12), 1+r.Intn(3)
 		rows, cols := fpSampleSeq(h, 1+r.Intn(h), i%2 == 0, uint64(i)), fpSampleSeq(w, 1+r.Intn(w), i%3 == 0, uint64(i+50))
 		ov := i%2 == 1
-		x := fpRandDense(r, n, h, w, c)
-		y := fpRandDense(r, n, len(rows)-1, len(cols)-1, c)
+		x := forward.SampleNormal(r, n, h, w, c)
+		y := forward.SampleNormal(r, n, len(rows)-1, len(cols)-1, c)
 		px := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		gy := registrytest.MustRunKC(t, registrytest.SeededKC(1, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(int64(n), int64(h), int64(w), int64(c)), y, fpInt64s(rows...), fpInt64s(cols...))[0]
 		l, rr := 0.0, 0.0
@@ -269,18 +269,18 @@ func TestFractionalAvgPoolAdjoint(t *testing.T) {
 func TestFractionalAvgPoolGradSmallerBatch(t *testing.T) {
 	r := rand.New(rand.NewSource(8))
 	rows, cols := []int64{0, 2, 5}, []int64{0, 3, 4}
-	dy := fpRandDense(r, 1, 2, 2, 3)
+	dy := forward.SampleNormal(r, 1, 2, 2, 3)
 	for _, ov := range []bool{false, true} {
 		o := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov}, fpInt64s(3, 5, 4, 3), dy, fpInt64s(rows...), fpInt64s(cols...))[0].Float64s()
-		want := fpRefAvgGrad(dy.Float64s(), 1, 5, 4, 3, rows, cols, ov)
+		want := testutil.FracPoolAvgGrad(dy.Float64s(), 1, 1, 5, 4, 3, rows, cols, ov)
 		want = append(want, make([]float64, 2*5*4*3)...)
-		fpCheckAvg(t, fmt.Sprintf("ov=%v", ov), o, want)
-		x := fpRandDense(r, 3, 5, 4, 3)
+		testutil.SameBits(t, fmt.Sprintf("ov=%v", ov), o, want)
+		x := forward.SampleNormal(r, 3, 5, 4, 3)
 		p := registrytest.MustRunKC(t, registrytest.SeededKC(2, 1), "tapegrad.FractionalAvgPoolWithSequences", forward.FractionalPoolSeqAttrs{Overlapping: ov, OutputBatch: 1}, x, fpInt64s(rows...), fpInt64s(cols...))[0]
 		if fmt.Sprint(p.Shape()) != "(1, 2, 2, 3)" {
 			t.Fatalf("output_batch 1: shape %v", p.Shape())
 		}
-		fpCheckAvg(t, "output_batch", p.Float64s(), fpRefAvg(x.Float64s()[:5*4*3], 1, 5, 4, 3, rows, cols, ov))
+		testutil.SameBits(t, "output_batch", p.Float64s(), testutil.FracPoolAvg(x.Float64s()[:5*4*3], 1, 5, 4, 3, rows, cols, ov))
 	}
 }
 
@@ -309,10 +309,10 @@ func TestFractionalAvgPoolLargeThreads(t *testing.T) {
 		for _, threads := range []int{1, 2, 3} {
 			kc := registrytest.SeededKC(threads, 1)
 			out := registrytest.MustRunKC(t, kc, "FractionalAvgPool", a, testutil.New(t, []int{n, h, w, c}, xv))
-			fpCheckAvg(t, name+"/fwd", out[0].Float32s(), fpRefAvg(xv, n, h, w, c, rows, cols, ov))
+			testutil.SameBits(t, name+"/fwd", out[0].Float32s(), testutil.FracPoolAvg(xv, n, h, w, c, rows, cols, ov))
 			g := registrytest.MustRunKC(t, kc, "FractionalAvgPoolGrad", forward.FractionalPoolGradAttrs{Overlapping: ov},
 				fpInt64s(n, h, w, c), testutil.New(t, []int{n, oh, ow, c}, dv), ref[1], ref[2])
-			fpCheckAvg(t, name+"/grad", g[0].Float32s(), fpRefAvgGrad(dv, n, h, w, c, rows, cols, ov))
+			testutil.SameBits(t, name+"/grad", g[0].Float32s(), testutil.FracPoolAvgGrad(dv, n, n, h, w, c, rows, cols, ov))
 		}
 	}
 }

@@ -35,8 +35,8 @@ func init() {
 		Name: fpMaxGradName,
 		Doc: "gradient of FractionalMaxPool: each out_backprop value added to the input position of its cell's first maximum " +
 			"(row-major scan); orig_output must be the max pooling of orig_input",
-		Inputs:  fpArgs("orig_input", "orig_output", "out_backprop", "row_pooling_sequence", "col_pooling_sequence"),
-		Outputs: fpArgs("output"),
+		Inputs:  args("orig_input", "orig_output", "out_backprop", "row_pooling_sequence", "col_pooling_sequence"),
+		Outputs: args("output"),
 		Attrs:   forward.FractionalPoolGradAttrs{},
 		Kernels: fpKernels(fpMaxGradKernel[float32], fpMaxGradKernel[float64], fpMaxGradKernel[int32], fpMaxGradKernel[int64]),
 		Samples: fpMaxGradSamples,
@@ -45,8 +45,8 @@ func init() {
 		Name: fpMaxGradGradName,
 		Doc: "grad (shaped like orig_input) gathered at each cell's first maximum, shaped like orig_output: the gradient of " +
 			"FractionalMaxPoolGrad with respect to out_backprop (tapegrad op, beyond TensorFlow)",
-		Inputs:  fpArgs("orig_input", "orig_output", "grad", "row_pooling_sequence", "col_pooling_sequence"),
-		Outputs: fpArgs("output"),
+		Inputs:  args("orig_input", "orig_output", "grad", "row_pooling_sequence", "col_pooling_sequence"),
+		Outputs: args("output"),
 		Attrs:   forward.FractionalPoolGradAttrs{},
 		Kernels: fpKernels(fpMaxGradGradKernel[float32], fpMaxGradGradKernel[float64], fpMaxGradGradKernel[int32], fpMaxGradGradKernel[int64]),
 		Samples: fpMaxGradGradSamples,
@@ -74,7 +74,7 @@ func fpMaxGradCheck(op string, in []*tensor.Dense, overlapping bool) (rows, cols
 	if y.Shape().TotalSize() == 0 {
 		return nil, nil, registry.Errorf(registry.ErrInvalidArgument, "%s: orig_output must not be empty, got shape %v", op, y.Shape())
 	}
-	if err := fpSameDtype(op, x.Dtype(), in[:3]); err != nil {
+	if err := sameDtype(op, x.Dtype(), in[:3]); err != nil {
 		return nil, nil, err
 	}
 	xs, ys := x.Shape(), y.Shape()
@@ -170,16 +170,6 @@ func fpMaxScratch[T fracpool.Num](kc *registry.KernelCtx, x *tensor.Dense) (frac
 func fpStaleOutput(op string) error {
 	return registry.Errorf(registry.ErrInvalidArgument,
 		"%s: tensor_out_dup is not the same as tensor_out (orig_output is not the max pooling of orig_input with these sequences)", op)
-}
-
-// fpSameDtype checks that every input has dtype dt.
-func fpSameDtype(op string, dt tensor.Dtype, in []*tensor.Dense) error {
-	for i, t := range in {
-		if t.Dtype() != dt {
-			return registry.Errorf(registry.ErrDtype, "%s: input %d has dtype %v, expected %v like input 0", op, i, t.Dtype(), dt)
-		}
-	}
-	return nil
 }
 
 // fpMaxPoolGrad: FractionalMaxPool(x) with upstream (g, _, _) gives

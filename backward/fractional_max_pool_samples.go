@@ -19,18 +19,6 @@ import (
 // grad) only — perturbing orig_input alone would make orig_output stale,
 // which the ops refuse, as TensorFlow's does.
 
-// fpDistinct returns a float64 tensor whose values are pairwise at least
-// 0.04 apart (a shuffled grid with a little jitter).
-func fpDistinct(r *rand.Rand, shape ...int) *tensor.Dense {
-	n, _ := tensorx.Numel(shape)
-	v := make([]float64, n)
-	for i, p := range r.Perm(n) {
-		v[i] = (float64(p)-float64(n)/2)*0.05 + 0.01*r.Float64()
-	}
-	d, _ := tensorx.New(shape, v)
-	return d
-}
-
 // fpMaxOf returns the max pooling of x with the given sequences (float64).
 func fpMaxOf(x *tensor.Dense, rows, cols []int64, overlapping bool) *tensor.Dense {
 	n, h, w, c := fpDims4(x)
@@ -45,9 +33,9 @@ func fpMaxGradSamples(r *rand.Rand) []registry.Sample {
 	var out []registry.Sample
 	for _, c := range fpGradConfigs() {
 		rows, cols := c.seqs()
-		x := fpDistinct(r, c.shape...)
+		x := forward.SampleDistinct(r, c.shape...)
 		y := fpMaxOf(x, c.rows, c.cols, c.overlapping)
-		dy := fpRandDense(r, tensorx.Shape(y)...)
+		dy := forward.SampleNormal(r, tensorx.Shape(y)...)
 		out = append(out, registry.Sample{Name: c.name, Attrs: forward.FractionalPoolGradAttrs{Overlapping: c.overlapping},
 			Inputs: []*tensor.Dense{x, y, dy, rows, cols}, Wrt: []int{2}})
 	}
@@ -59,9 +47,9 @@ func fpMaxGradGradSamples(r *rand.Rand) []registry.Sample {
 	var out []registry.Sample
 	for _, c := range fpGradConfigs() {
 		rows, cols := c.seqs()
-		x := fpDistinct(r, c.shape...)
+		x := forward.SampleDistinct(r, c.shape...)
 		y := fpMaxOf(x, c.rows, c.cols, c.overlapping)
-		g := fpRandDense(r, c.shape...)
+		g := forward.SampleNormal(r, c.shape...)
 		out = append(out, registry.Sample{Name: c.name, Attrs: forward.FractionalPoolGradAttrs{Overlapping: c.overlapping},
 			Inputs: []*tensor.Dense{x, y, g, rows, cols}, Wrt: []int{2}})
 	}

@@ -62,7 +62,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 	out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalMaxPool", a, x)
 	y, rows, cols := out[0], out[1], out[2]
 	rs, cs := rows.Int64s(), cols.Int64s()
-	am := fpRefArgmax(xv, n, h, w, c, rs, cs, a.Overlapping)
+	am := testutil.FracPoolArgmax(xv, n, h, w, c, rs, cs, a.Overlapping)
 	ys := tensorx.MustSlice[T](y)
 	for i, p := range am {
 		if ys[i] != xv[p] {
@@ -78,7 +78,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 		want[p] += dyv[i]
 	}
 	g := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "FractionalMaxPoolGrad", ga, x, y, testutil.New(t, tensorx.Shape(y), dyv), rows, cols)
-	fpCheckAvg(t, name+"/grad", tensorx.MustSlice[T](g[0]), want)
+	testutil.SameBits(t, name+"/grad", tensorx.MustSlice[T](g[0]), want)
 	gv := make([]T, len(xv))
 	for i := range gv {
 		gv[i] = T(r.Intn(19) - 9)
@@ -88,7 +88,7 @@ func fpMaxCheck[T fracpool.Num](t *testing.T, name string, threads int, a forwar
 		wantGG[i] = gv[p]
 	}
 	gg := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), "tapegrad.FractionalMaxPoolGradGrad", ga, x, y, testutil.New(t, shape, gv), rows, cols)
-	fpCheckAvg(t, name+"/gradgrad", tensorx.MustSlice[T](gg[0]), wantGG)
+	testutil.SameBits(t, name+"/gradgrad", tensorx.MustSlice[T](gg[0]), wantGG)
 }
 
 // TestFractionalMaxPoolTies checks the tie rule directly: the first

@@ -45,15 +45,6 @@ func fpKernels(k32, k64, ki32, ki64 registry.Kernel) map[tensor.Dtype]registry.K
 	return map[tensor.Dtype]registry.Kernel{tensor.Float32: k32, tensor.Float64: k64, tensor.Int32: ki32, tensor.Int64: ki64}
 }
 
-// fpArgs builds an []registry.Arg from names.
-func fpArgs(names ...string) []registry.Arg {
-	out := make([]registry.Arg, len(names))
-	for i, n := range names {
-		out[i] = registry.Arg{Name: n}
-	}
-	return out
-}
-
 // fpDims4 returns the 4 dims of a rank-4 tensor.
 func fpDims4(d *tensor.Dense) (n, h, w, c int) {
 	s := d.Shape()

@@ -159,148 +159,18 @@ func fpSampleSeq(in, out int, pseudoRandom bool, seed uint64) []int64 {
 	return s
 }
 
-// fpRandDense returns a float64 tensor of standard normal values.
-func fpRandDense(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = r.NormFloat64()
-	}
-	d, _ := tensorx.New(shape, s)
-	return d
-}
-
-func fpRefCell(seq []int64, i, n int, overlapping bool) (int, int) {
-	lo, hi := int(seq[i]), int(seq[i+1])
-	if !overlapping {
-		hi--
-	}
-	if hi > n-1 {
-		hi = n - 1
-	}
-	return lo, hi
-}
-
-// fpRefAvg is average pooling in T with TensorFlow's order: per output
-// element a T accumulator from 0, rows outer, columns inner, then a
-// division by the count in T.
-func fpRefAvg[T fracpool.Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []T {
-	oh, ow := len(rows)-1, len(cols)-1
-	out := make([]T, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := fpRefCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpRefCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					var acc, cnt T
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							acc += x[((b*h+r)*w+cc)*c+ch]
-							cnt++
-						}
-					}
-					out[((b*oh+a)*ow+j)*c+ch] = acc / cnt
-				}
-			}
-		}
-	}
-	return out
-}
-
-// fpRefAvgGrad is FractionalAvgPoolGrad: float64 accumulation in
-// TensorFlow's loop order, one cast at the end.
-func fpRefAvgGrad[T fracpool.Num](dy []T, n, h, w, c int, rows, cols []int64, overlapping bool) []T {
-	oh, ow := len(rows)-1, len(cols)-1
-	acc := make([]float64, n*h*w*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := fpRefCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpRefCell(cols, j, w, overlapping)
-				cnt := (r1 - r0 + 1) * (c1 - c0 + 1)
-				for r := r0; r <= r1; r++ {
-					for cc := c0; cc <= c1; cc++ {
-						for ch := 0; ch < c; ch++ {
-							acc[((b*h+r)*w+cc)*c+ch] += float64(dy[((b*oh+a)*ow+j)*c+ch]) / float64(cnt)
-						}
-					}
-				}
-			}
-		}
-	}
-	out := make([]T, len(acc))
-	for i, v := range acc {
-		out[i] = T(v)
-	}
-	return out
-}
-
-// fpRefArgmax returns, per output element, the flat input index of the
-// first maximum of its cell (TensorFlow's FractionalMaxPoolGrad scan).
-func fpRefArgmax[T fracpool.Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []int {
-	oh, ow := len(rows)-1, len(cols)-1
-	am := make([]int, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := fpRefCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpRefCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					best := -1
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							p := ((b*h+r)*w+cc)*c + ch
-							if best < 0 || x[best] < x[p] {
-								best = p
-							}
-						}
-					}
-					am[((b*oh+a)*ow+j)*c+ch] = best
-				}
-			}
-		}
-	}
-	return am
-}
-
-func fpCheckAvg[T fracpool.Num](t *testing.T, name string, got, want []T) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-	}
-	if i := testutil.BitDiff(got, want, false); i >= 0 {
-		t.Fatalf("%s: element %d = %v, want %v", name, i, got[i], want[i])
-	}
-}
-
 // fpForwardCase is one configuration of the forward grid.
 type fpForwardCase struct {
 	shape []int
 	attrs forward.FractionalPoolAttrs
 }
 
+// fpForwardGrid is testutil.FracPoolGrid with its attrs.
 func fpForwardGrid() []fpForwardCase {
 	var cs []fpForwardCase
-	shapes := [][]int{{1, 5, 5, 1}, {2, 7, 9, 3}, {3, 10, 6, 5}, {1, 32, 32, 8}, {2, 3, 11, 4}}
-	ratios := [][]float32{{1, 1.44, 1.44, 1}, {1, 2, 1.5, 1}, {1, 1, 3, 1}, {1, 2.7, 1.1, 1}, {1, 3, 3, 1}}
-	seed := int64(1)
-	for _, s := range shapes {
-		for _, r := range ratios {
-			if float32(s[1]) < r[1] || float32(s[2]) < r[2] {
-				continue
-			}
-			for _, pseudo := range []bool{false, true} {
-				for _, ov := range []bool{false, true} {
-					seed++
-					cs = append(cs, fpForwardCase{s, forward.FractionalPoolAttrs{PoolingRatio: r, PseudoRandom: pseudo, Overlapping: ov,
-						Deterministic: true, Seed: seed, Seed2: seed * 3}})
-				}
-			}
-		}
+	for _, c := range testutil.FracPoolGrid() {
+		cs = append(cs, fpForwardCase{c.Shape, forward.FractionalPoolAttrs{PoolingRatio: c.Ratio, PseudoRandom: c.PseudoRandom, Overlapping: c.Overlapping,
+			Deterministic: true, Seed: c.Seed, Seed2: c.Seed * 3}})
 	}
 	return cs
 }

@@ -81,7 +81,7 @@ func init() {
 			{Name: "reserve_space_3"}, {Name: "reserve_space_4"}},
 		Attrs:   forward.FusedBatchNormGradAttrs{},
 		Kernels: bnKernels(bnOpGradV1),
-		Samples: bnGradSamples(bnOpGradV1),
+		Samples: forward.FusedBatchNormGradSamples(false),
 	})
 	registry.MustRegister(&registry.OpDef{
 		Name: bnOpGradV3,
@@ -93,7 +93,7 @@ func init() {
 			{Name: "reserve_space_4"}, {Name: "reserve_space_5"}},
 		Attrs:   forward.FusedBatchNormGradAttrs{},
 		Kernels: bnKernels(bnOpGradV3),
-		Samples: bnGradSamples(bnOpGradV3),
+		Samples: forward.FusedBatchNormGradSamples(true),
 	})
 	registry.MustSetGradient(forward.OpFusedBatchNorm, bnForwardGrad(bnGradV1))
 	registry.MustSetGradient(forward.OpFusedBatchNormV3, bnForwardGrad(FusedBatchNormGradV3))

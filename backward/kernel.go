@@ -30,6 +30,16 @@ func like(kc *registry.KernelCtx, x *tensor.Dense) (*tensor.Dense, error) {
 	return kc.Output(x.Dtype(), x.Shape()...)
 }
 
+// sameDtype checks that every input has dtype dt.
+func sameDtype(op string, dt tensor.Dtype, in []*tensor.Dense) error {
+	for i, t := range in {
+		if t.Dtype() != dt {
+			return registry.Errorf(registry.ErrDtype, "%s: input %d has dtype %v, expected %v like input 0", op, i, t.Dtype(), dt)
+		}
+	}
+	return nil
+}
+
 // data returns the backing slice of a tensor whose dtype was checked by
 // kernel dispatch (it panics on a mismatch, which Run reports as an
 // internal error).

@@ -370,24 +370,9 @@ func TestGradOpsErrors(t *testing.T) {
 func TestGradKernelSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	for _, name := range []string{"SqrtGrad", "RsqrtGrad", "SigmoidGrad", "TanhGrad", "ReluGrad", "Relu6Grad"} {
-		def, err := registry.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if def.Samples == nil {
-			t.Fatalf("%s has no sample generator", name)
-		}
-		ss := def.Samples(r)
-		if len(ss) < 3 {
-			t.Errorf("%s: only %d samples", name, len(ss))
-		}
-		for _, s := range ss {
-			out, err := registrytest.Run(t, name, s.Attrs, 1, s.Inputs...)
-			if err != nil {
-				t.Errorf("%s sample %s: %v", name, s.Name, err)
-				continue
-			}
-			for _, o := range out {
+		ss, outs := registrytest.RunSamples(t, name, r, 3, registrytest.KC(1))
+		for i, s := range ss {
+			for _, o := range outs[i] {
 				for _, v := range testutil.Float64s(t, o) {
 					if math.IsNaN(v) || math.IsInf(v, 0) {
 						t.Errorf("%s sample %s: non-finite output", name, s.Name)

@@ -77,10 +77,10 @@ func (s kcScratch[A]) Scratch(n int) ([]A, error) { return registry.Scratch[A](s
 // formats, N(0, 1) entries.
 func biasAddGradSamples(r *rand.Rand) []registry.Sample {
 	return []registry.Sample{
-		{Name: "nhwc-3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NHWC"}, Inputs: []*tensor.Dense{normalSample(r, 3, 4)}},
-		{Name: "nhwc-2x2x3x2", Attrs: forward.BiasAddAttrs{}, Inputs: []*tensor.Dense{normalSample(r, 2, 2, 3, 2)}},
-		{Name: "nchw-2x3x2x2", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{normalSample(r, 2, 3, 2, 2)}},
-		{Name: "nchw-2x3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{normalSample(r, 2, 3, 4)}},
+		{Name: "nhwc-3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NHWC"}, Inputs: []*tensor.Dense{forward.SampleNormal(r, 3, 4)}},
+		{Name: "nhwc-2x2x3x2", Attrs: forward.BiasAddAttrs{}, Inputs: []*tensor.Dense{forward.SampleNormal(r, 2, 2, 3, 2)}},
+		{Name: "nchw-2x3x2x2", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{forward.SampleNormal(r, 2, 3, 2, 2)}},
+		{Name: "nchw-2x3x4", Attrs: forward.BiasAddAttrs{DataFormat: "NCHW"}, Inputs: []*tensor.Dense{forward.SampleNormal(r, 2, 3, 4)}},
 	}
 }
 

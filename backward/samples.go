@@ -24,20 +24,6 @@ func mustSample(d *tensor.Dense, err error) *tensor.Dense {
 	return d
 }
 
-// normalSample returns a float64 tensor of the given shape with N(0, 1)
-// entries.
-func normalSample(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return mustSample(tensorx.New(shape, v))
-}
-
 // genSample returns a float64 tensor of the given shape with values from
 // gen.
 func genSample(shape []int, gen func() float64) *tensor.Dense {

@@ -5,12 +5,13 @@ package forward
 import (
 	"math"
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
+	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // allocCase is one op application whose steady-state allocations are
@@ -139,31 +140,8 @@ const parAllocBound = 2
 func TestKernelsAllocateNothingConvNorm(t *testing.T) {
 	for _, c := range allocCases(t) {
 		for _, threads := range []int{1, 2} {
-			run := kernelRun(t, c.name, c.op, c.attrs, threads, c.in)
-			run()
-			if threads == 1 {
-				n := testing.AllocsPerRun(20, run)
-				t.Logf("%-18s one thread:  %v allocations per run", c.name, n)
-				if n != 0 {
-					t.Errorf("%s, one thread: %v allocations per run, want 0", c.name, n)
-				}
-				continue
-			}
-			for range 10 {
-				run()
-			}
-			least := uint64(math.MaxUint64)
-			for range 15 {
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
-				run()
-				runtime.ReadMemStats(&m1)
-				least = min(least, m1.Mallocs-m0.Mallocs)
-			}
-			t.Logf("%-18s two threads: %v allocations per run", c.name, least)
-			if least > parAllocBound {
-				t.Errorf("%s, two threads: %v allocations per run, want at most %d", c.name, least, parAllocBound)
-			}
+			run := registrytest.KernelRun(t, c.name, c.op, c.attrs, threads, c.in)
+			testutil.CheckAllocs(t, c.name, threads, parAllocBound, run)
 		}
 	}
 }

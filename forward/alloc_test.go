@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
+	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
 // TestKernelsAllocateNothing checks that the kernels of the ops a training
@@ -22,7 +23,7 @@ import (
 func TestKernelsAllocateNothing(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	f32 := func(shape ...int) *tensor.Dense {
-		d, err := tensorx.New(shape, make([]float32, tensorx.Len(randDense(r, shape...))))
+		d, err := tensorx.New(shape, make([]float32, tensorx.Len(SampleNormal(r, shape...))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestKernelsAllocateNothing(t *testing.T) {
 			[]*tensor.Dense{f32(2, 6, 6, 3)}},
 	}
 	for _, c := range cases {
-		run := kernelRun(t, c.op, c.op, c.attrs, 1, c.in)
+		run := registrytest.KernelRun(t, c.op, c.op, c.attrs, 1, c.in)
 		run()
 		if n := testing.AllocsPerRun(20, run); n != 0 {
 			t.Errorf("%s %v: %v allocations per run", c.op, c.in[0].Shape(), n)

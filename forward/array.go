@@ -29,32 +29,19 @@ func init() {
 		Kernels: floatKernels(addN[float32], addN[float64]), Samples: addNSamples})
 }
 
-func randDense(r *rand.Rand, shape ...int) *tensor.Dense {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = r.NormFloat64()
-	}
-	d, _ := tensorx.New(shape, s)
-	return d
-}
-
 func identitySamples(r *rand.Rand) []registry.Sample {
 	return []registry.Sample{
-		{Name: "scalar", Inputs: []*tensor.Dense{randDense(r)}},
-		{Name: "2x3", Inputs: []*tensor.Dense{randDense(r, 2, 3)}},
-		{Name: "empty", Inputs: []*tensor.Dense{randDense(r, 0, 3)}},
+		{Name: "scalar", Inputs: []*tensor.Dense{SampleNormal(r)}},
+		{Name: "2x3", Inputs: []*tensor.Dense{SampleNormal(r, 2, 3)}},
+		{Name: "empty", Inputs: []*tensor.Dense{SampleNormal(r, 0, 3)}},
 	}
 }
 
 func addNSamples(r *rand.Rand) []registry.Sample {
 	return []registry.Sample{
-		{Name: "one", Inputs: []*tensor.Dense{randDense(r, 3)}},
-		{Name: "three-2x2", Inputs: []*tensor.Dense{randDense(r, 2, 2), randDense(r, 2, 2), randDense(r, 2, 2)}},
-		{Name: "scalars", Inputs: []*tensor.Dense{randDense(r), randDense(r)}},
+		{Name: "one", Inputs: []*tensor.Dense{SampleNormal(r, 3)}},
+		{Name: "three-2x2", Inputs: []*tensor.Dense{SampleNormal(r, 2, 2), SampleNormal(r, 2, 2), SampleNormal(r, 2, 2)}},
+		{Name: "scalars", Inputs: []*tensor.Dense{SampleNormal(r), SampleNormal(r)}},
 	}
 }
 

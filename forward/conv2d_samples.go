@@ -73,7 +73,7 @@ func Conv2DBackpropInputSamples(r *rand.Rand) []registry.Sample {
 		// The 2-value [H, W] form of input_sizes.
 		_, fs, ys := c.shapes()
 		return []registry.Sample{{Name: c.name() + "-hw", Attrs: c.attrs(),
-			Inputs: []*tensor.Dense{sampleInt32s(c.h, c.w), sampleNormal(r, fs), sampleNormal(r, ys)}}}
+			Inputs: []*tensor.Dense{sampleInt32s(c.h, c.w), SampleNormal(r, fs...), SampleNormal(r, ys...)}}}
 	})
 }
 

@@ -22,20 +22,9 @@ import (
 func TestConv2DSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, op := range []string{"Conv2D"} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples := def.Samples(r)
-		if len(samples) < 8 {
-			t.Fatalf("%s: %d samples", op, len(samples))
-		}
-		for _, s := range samples {
-			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
-			if err != nil {
-				t.Fatalf("%s %s: %v", op, s.Name, err)
-			}
-			for _, v := range testutil.Float64s(t, out[0]) {
+		samples, outs := registrytest.RunSamples(t, op, r, 8, registrytest.KC(0))
+		for i, s := range samples {
+			for _, v := range testutil.Float64s(t, outs[i][0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -110,7 +99,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 				image := func(s []int) *tensor.Dense {
 					vals := testutil.Arange(testutil.Numel(s))
 					if nchw {
-						vals, s = convNHWCToNCHW(vals, s)
+						vals, s = testutil.NHWCToNCHW(vals, s)
 					}
 					return testutil.Dense(t, dt, s, vals)
 				}
@@ -124,7 +113,7 @@ func TestConv2DSpecVectors(t *testing.T) {
 					want = make([]float64, testutil.Numel(shape))
 				}
 				if nchw {
-					want, shape = convNHWCToNCHW(want, shape)
+					want, shape = testutil.NHWCToNCHW(want, shape)
 				}
 				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}
@@ -173,31 +162,13 @@ type convErrCase struct {
 	name   string
 	op     string
 	attrs  any
-	in     func(t *testing.T) []*tensor.Dense
+	in     func(t testing.TB) []*tensor.Dense
 	kind   error
 	substr string
 }
 
 func TestConv2DErrors(t *testing.T) {
-	f64 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) func(t *testing.T) *tensor.Dense {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	seq := func(fs ...func(t *testing.T) *tensor.Dense) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
+	f64, f32, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.Seq
 	s1 := []int{1, 1, 1, 1}
 	at := func(strides []int, padding string) Conv2DAttrs {
 		return Conv2DAttrs{Strides: strides, Padding: padding}
@@ -208,7 +179,7 @@ func TestConv2DErrors(t *testing.T) {
 	// Attr errors.
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 		bd error // kind of the batch/depth stride error
 	}{{"Conv2D", fwd, UN}} {
 		cases = append(cases,
@@ -258,15 +229,10 @@ func TestConv2DErrors(t *testing.T) {
 // spec vectors.
 func TestConv2DEmpty(t *testing.T) {
 	v := Conv2DAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	f64 := func(shape ...int) *tensor.Dense {
-		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
-	}
+	f64 := func(shape ...int) *tensor.Dense { return testutil.ArangeFloat64s(t, shape...) }
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		testutil.CloseBound(t, name, out[0], shape, make([]float64, testutil.Numel(shape)), make([]float64, testutil.Numel(shape)), 0)
+		testutil.WantZeros(t, name, out, err, shape)
 	}
 	// Zero output channels: empty output, even with an empty filter.
 	out, err := registrytest.Run(t, "Conv2D", v, 1, f64(1, 3, 3, 2), f64(2, 2, 2, 0))

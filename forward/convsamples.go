@@ -69,11 +69,11 @@ func convSamples[C any, P interface {
 		var in []*tensor.Dense
 		switch op {
 		case convSampleForward:
-			in = []*tensor.Dense{sampleNormal(r, xs), sampleNormal(r, fs)}
+			in = []*tensor.Dense{SampleNormal(r, xs...), SampleNormal(r, fs...)}
 		case convSampleBackpropInput:
-			in = []*tensor.Dense{sampleInt32s(xs...), sampleNormal(r, fs), sampleNormal(r, ys)}
+			in = []*tensor.Dense{sampleInt32s(xs...), SampleNormal(r, fs...), SampleNormal(r, ys...)}
 		case convSampleBackpropFilter:
-			in = []*tensor.Dense{sampleNormal(r, xs), sampleInt32s(fs...), sampleNormal(r, ys)}
+			in = []*tensor.Dense{SampleNormal(r, xs...), sampleInt32s(fs...), SampleNormal(r, ys...)}
 		}
 		out = append(out, registry.Sample{Name: c.name(), Attrs: c.opAttrs(), Inputs: in})
 		if more != nil {
@@ -81,19 +81,6 @@ func convSamples[C any, P interface {
 		}
 	}
 	return out
-}
-
-// sampleNormal returns a float64 tensor of N(0, 1) values.
-func sampleNormal(r *rand.Rand, shape []int) *tensor.Dense {
-	n, err := tensorx.Numel(shape)
-	if err != nil {
-		panic("forward: bad sample shape: " + err.Error())
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = r.NormFloat64()
-	}
-	return sampleMust(tensorx.New(shape, v))
 }
 
 // sampleInt32s returns an int32 vector tensor.

@@ -207,33 +207,3 @@ func convNumel(op string, shape []int) (int, error) {
 	}
 	return n, nil
 }
-
-// convToNHWC copies an NCHW tensor src [n, c, h, w] into dst as NHWC.
-func convToNHWC[T tensorx.Float](dst, src []T, n, c, h, w int) {
-	hw := h * w
-	for b := 0; b < n; b++ {
-		s := src[b*c*hw : (b+1)*c*hw]
-		d := dst[b*c*hw : (b+1)*c*hw]
-		for ch := 0; ch < c; ch++ {
-			plane := s[ch*hw : (ch+1)*hw]
-			for i, v := range plane {
-				d[i*c+ch] = v
-			}
-		}
-	}
-}
-
-// convToNCHW copies an NHWC tensor src [n, h, w, c] into dst as NCHW.
-func convToNCHW[T tensorx.Float](dst, src []T, n, c, h, w int) {
-	hw := h * w
-	for b := 0; b < n; b++ {
-		s := src[b*c*hw : (b+1)*c*hw]
-		d := dst[b*c*hw : (b+1)*c*hw]
-		for ch := 0; ch < c; ch++ {
-			plane := d[ch*hw : (ch+1)*hw]
-			for i := range plane {
-				plane[i] = s[i*c+ch]
-			}
-		}
-	}
-}

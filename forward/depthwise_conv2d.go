@@ -84,7 +84,7 @@ func dwForwardKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 		return nil, err
 	}
 	os := win.layout.dims(g.N, g.OH, g.OW, g.OC())
-	out, err := dwOutput(kc, op, x.Dtype(), os[:])
+	out, err := DepthwiseConv2dOutput(kc, op, x.Dtype(), os[:])
 	if err != nil {
 		return nil, err
 	}
@@ -97,46 +97,10 @@ func dwForwardKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 		clear(od)
 		return kc.Results(out), nil
 	}
-	w, err := dwWork[T](kc, dwconv.ForwardWork[T](&g))
+	w, err := DepthwiseConv2dWork[T](kc, dwconv.ForwardWork[T](&g))
 	if err != nil {
 		return nil, err
 	}
 	dwconv.Forward(od, data[T](x), data[T](f), &g, kc.NumThreads(), &w)
 	return kc.Results(out), nil
-}
-
-// dwWork allocates the scratch memory ws of a dwconv call from kc: the
-// layout copies, the partial filters (zeroed), the accumulators, the
-// filter copies and the zeroed row, in that order.
-func dwWork[T tensorx.Float](kc *registry.KernelCtx, ws dwconv.WorkSize) (dwconv.Work[T], error) {
-	var w dwconv.Work[T]
-	var err error
-	for i, n := range ws.Layout {
-		if n > 0 {
-			if w.Layout[i], err = registry.Scratch[T](kc, n, false); err != nil {
-				return w, err
-			}
-		}
-	}
-	if ws.Parts > 0 {
-		if w.Parts, err = registry.Scratch[float64](kc, ws.Parts, true); err != nil {
-			return w, err
-		}
-	}
-	if ws.Accs > 0 {
-		if w.Accs, err = registry.Scratch[T](kc, ws.Accs, false); err != nil {
-			return w, err
-		}
-	}
-	if ws.Taps > 0 {
-		if w.Taps, err = registry.Scratch[T](kc, ws.Taps, false); err != nil {
-			return w, err
-		}
-	}
-	if ws.Zero > 0 {
-		if w.Zero, err = registry.Scratch[T](kc, ws.Zero, true); err != nil {
-			return w, err
-		}
-	}
-	return w, nil
 }

@@ -163,11 +163,49 @@ func dwBackpropGeom(op string, win convWindow, xs, fs, dys []int) (dwconv.Geom, 
 	return g, nil
 }
 
-// dwOutput allocates an output, reporting a shape too large to hold as an
+// DepthwiseConv2dOutput allocates an uninitialised output of a
+// DepthwiseConv2dNative-family op, reporting a shape too large to hold as an
 // error naming the op.
-func dwOutput(kc *registry.KernelCtx, op string, dt tensor.Dtype, shape []int) (*tensor.Dense, error) {
+func DepthwiseConv2dOutput(kc *registry.KernelCtx, op string, dt tensor.Dtype, shape []int) (*tensor.Dense, error) {
 	if _, err := tensorx.Numel(shape); err != nil {
 		return nil, registry.Errorf(registry.ErrShape, "%s: output shape %v: %v", op, slices.Clone(shape), err)
 	}
 	return kc.Output(dt, shape...)
+}
+
+// DepthwiseConv2dWork allocates the scratch memory ws of an internal/dwconv
+// call of the DepthwiseConv2dNative family's kernels from kc: the
+// layout copies, the partial filters (zeroed), the accumulators, the
+// filter copies and the zeroed row, in that order.
+func DepthwiseConv2dWork[T tensorx.Float](kc *registry.KernelCtx, ws dwconv.WorkSize) (dwconv.Work[T], error) {
+	var w dwconv.Work[T]
+	var err error
+	for i, n := range ws.Layout {
+		if n > 0 {
+			if w.Layout[i], err = registry.Scratch[T](kc, n, false); err != nil {
+				return w, err
+			}
+		}
+	}
+	if ws.Parts > 0 {
+		if w.Parts, err = registry.Scratch[float64](kc, ws.Parts, true); err != nil {
+			return w, err
+		}
+	}
+	if ws.Accs > 0 {
+		if w.Accs, err = registry.Scratch[T](kc, ws.Accs, false); err != nil {
+			return w, err
+		}
+	}
+	if ws.Taps > 0 {
+		if w.Taps, err = registry.Scratch[T](kc, ws.Taps, false); err != nil {
+			return w, err
+		}
+	}
+	if ws.Zero > 0 {
+		if w.Zero, err = registry.Scratch[T](kc, ws.Zero, true); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -18,14 +17,10 @@ import (
 // ---------------------------------------------------------------------
 // Test helpers.
 
-// dwAttrsFor returns the attrs of the reference geometry g.
-func dwAttrsFor(g *testutil.DepthwiseRef, padding string, pads [4]int) DepthwiseConv2dAttrs {
-	format := "NHWC"
-	if g.NCHW {
-		format = "NCHW"
-	}
-	c := dwSampleCfg{format: format, sh: g.SH, sw: g.SW, dh: g.DH, dw: g.DW, padding: padding, pads: pads}
-	return c.attrs()
+// dwAttrsFor returns the attrs of the reference case c.
+func dwAttrsFor(c *testutil.DepthwiseCase) DepthwiseConv2dAttrs {
+	format, s, d, p := c.Window()
+	return DepthwiseConv2dAttrs{Strides: s, Padding: c.Padding, DataFormat: format, Dilations: d, ExplicitPaddings: p}
 }
 
 // ---------------------------------------------------------------------
@@ -33,120 +28,18 @@ func dwAttrsFor(g *testutil.DepthwiseRef, padding string, pads [4]int) Depthwise
 // spec/depthwise_conv2d.md §2–§3 and the padding table of docs/spec/README.md).
 // The backprops' grid is in package backward.
 
-type dwGridCase struct {
-	g       testutil.DepthwiseRef
-	ok      bool
-	padding string
-	pads    [4]int
-}
-
-func (c *dwGridCase) String() string {
-	g := &c.g
-	f := "NHWC"
-	if g.NCHW {
-		f = "NCHW"
-	}
-	return fmt.Sprintf("%s/%s%v/x[%d,%d,%d,%d]/f[%d,%d,%d,%d]/s%d,%d/d%d,%d", f, c.padding, c.pads,
-		g.N, g.H, g.W, g.C, g.KH, g.KW, g.C, g.M, g.SH, g.SW, g.DH, g.DW)
-}
-
-// dwGrid is the attr grid: both layouts, three paddings, equal and
-// unequal strides 1–3, dilations 1–2, multipliers 1–3, 3x3 (the fast
-// paths), non-square and 1-wide filters, odd sizes, batch 1–3. Without
-// -long a fixed, spread-out subset runs, plus every 3x3 multiplier-1 case
-// at strides 1 and 2 (the fast paths).
-func dwGrid(long bool) []dwGridCase {
-	strides := [][2]int{{1, 1}, {2, 2}, {2, 1}, {1, 3}, {3, 3}}
-	dils := [][2]int{{1, 1}, {2, 1}, {1, 2}, {2, 2}}
-	filters := [][2]int{{3, 3}, {2, 3}, {1, 1}, {3, 2}, {1, 4}}
-	chans := [][2]int{{5, 1}, {2, 2}, {3, 3}, {17, 1}} // c, m
-	inputs := [][2]int{{6, 7}, {9, 8}, {2, 3}}
-	var out []dwGridCase
-	idx := 0
-	for _, nchw := range []bool{false, true} {
-		for _, padding := range []string{"VALID", "SAME", "EXPLICIT"} {
-			for _, s := range strides {
-				for _, d := range dils {
-					for _, f := range filters {
-						for _, ch := range chans {
-							for _, in := range inputs {
-								idx++
-								fast := f == [2]int{3, 3} && ch[1] == 1 && d[1] == 1 && s[1] <= 2 && in[0] >= 6 && idx%3 == 0
-								if !long && !fast && idx%31 != 0 && idx%101 != 7 {
-									continue
-								}
-								pads := [4]int{1, 0, 2, 1}
-								switch idx % 3 {
-								case 1:
-									pads = [4]int{0, 2, 1, 3}
-								case 2:
-									pads = [4]int{4, 1, 0, 0}
-								}
-								if padding != "EXPLICIT" {
-									pads = [4]int{}
-								}
-								n := 1 + idx%3
-								g, ok := testutil.NewDepthwiseRef(nchw, n, in[0], in[1], ch[0], ch[1], f[0], f[1], s[0], s[1], d[0], d[1], padding, pads)
-								out = append(out, dwGridCase{g: g, ok: ok, padding: padding, pads: pads})
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
 // dwCheckCase runs DepthwiseConv2dNative on one geometry on random
 // inputs in float64 and float32, with 1 and 3 threads, against the
 // reference; results must be bit-identical across thread counts. When
-// the output size is negative (c.ok false) the op must refuse the
+// the output size is negative (c.OK false) the op must refuse the
 // geometry with TensorFlow's message instead.
-func dwCheckCase(t *testing.T, c *dwGridCase, seed int64) {
+func dwCheckCase(t *testing.T, c *testutil.DepthwiseCase, seed int64) {
 	t.Helper()
-	const op = "DepthwiseConv2dNative"
-	g, attrs := &c.g, dwAttrsFor(&c.g, c.padding, c.pads)
-	r := rand.New(rand.NewSource(seed))
-	xs, fs := g.XShape(), g.FShape()
-	x := testutil.Normal(r, testutil.Numel(xs))
-	f := testutil.Normal(r, testutil.Numel(fs))
-	if !c.ok {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			_, err := registrytest.Run(t, op, attrs, 1, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
-			if err == nil || !strings.Contains(err.Error(), "Computed output size would be negative") {
-				t.Fatalf("%v: want a negative-output-size error, got %v", c, err)
-			}
-		}
-		return
-	}
-	ys := g.YShape()
-	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-		rel := 1e-13
-		if dt == tensor.Float32 {
-			rel = 3e-6
-		}
-		xr, fr := testutil.Round(dt, x), testutil.Round(dt, f)
-		want, bound := g.Forward(xr, fr), g.Forward(testutil.Abs(xr), testutil.Abs(fr))
-		var first *tensor.Dense
-		for _, threads := range []int{1, 3} {
-			name := fmt.Sprintf("%v/%v/t%d", c, dt, threads)
-			out, err := registrytest.Run(t, op, attrs, threads, testutil.Dense(t, dt, xs, x), testutil.Dense(t, dt, fs, f))
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			testutil.CloseBound(t, name, out[0], ys, want, bound, rel)
-			if threads == 1 {
-				first = out[0]
-			} else if !testutil.BitEqual(t, first, out[0]) {
-				t.Fatalf("%s: differs between 1 and %d threads", name, threads)
-			}
-		}
-	}
+	registrytest.CheckConvRef(t, c, [3]string{"DepthwiseConv2dNative"}, &c.Ref, c.OK, dwAttrsFor(c), seed)
 }
 
 func TestDepthwiseConv2dGrid(t *testing.T) {
-	cases := dwGrid(testutil.Long())
+	cases := testutil.DepthwiseGrid(testutil.Long())
 	if len(cases) < 100 {
 		t.Fatalf("grid has only %d cases", len(cases))
 	}
@@ -156,60 +49,32 @@ func TestDepthwiseConv2dGrid(t *testing.T) {
 	}
 }
 
-// TestDepthwiseConv2dLarger uses shapes large enough for several filter
-// gradient chunks and row blocks on several goroutines, with the fast
-// paths (3x3, multiplier 1, stride 1 and 2), a multiplier-2 case, a large
-// explicit padding (the input-gradient window starts past the left edge)
-// and a stride larger than the input.
+// TestDepthwiseConv2dLarger runs testutil.DepthwiseLarger: shapes large
+// enough for several row blocks on several goroutines, the fast paths,
+// large explicit paddings and a stride larger than the input.
 func TestDepthwiseConv2dLarger(t *testing.T) {
-	for i, c := range []struct {
-		nchw                 bool
-		n, h, w, ch, m, k, s int
-		padding              string
-		pads                 [4]int
-	}{
-		{n: 3, h: 23, w: 21, ch: 40, m: 1, k: 3, s: 1, padding: "SAME"},
-		{n: 2, h: 30, w: 29, ch: 24, m: 1, k: 3, s: 2, padding: "SAME"},
-		{n: 2, h: 17, w: 18, ch: 9, m: 2, k: 3, s: 1, padding: "VALID", nchw: true},
-		{n: 1, h: 12, w: 14, ch: 8, m: 1, k: 3, s: 1, padding: "EXPLICIT", pads: [4]int{5, 0, 6, 2}},
-		{n: 1, h: 11, w: 13, ch: 5, m: 1, k: 3, s: 2, padding: "EXPLICIT", pads: [4]int{3, 2, 5, 4}},
-		{n: 1, h: 11, w: 12, ch: 5, m: 1, k: 3, s: 2, padding: "EXPLICIT", pads: [4]int{4, 1, 3, 0}},
-		{n: 2, h: 5, w: 4, ch: 3, m: 2, k: 2, s: 7, padding: "SAME"},
-	} {
-		g, ok := testutil.NewDepthwiseRef(c.nchw, c.n, c.h, c.w, c.ch, c.m, c.k, c.k, c.s, c.s, 1, 1, c.padding, c.pads)
-		if !ok {
+	for i, c := range testutil.DepthwiseLarger() {
+		if !c.OK {
 			t.Fatalf("case %d: bad geometry", i)
 		}
-		gc := dwGridCase{g: g, ok: true, padding: c.padding, pads: c.pads}
-		dwCheckCase(t, &gc, int64(100+i))
+		dwCheckCase(t, &c, int64(100+i))
 	}
 }
 
 func TestDepthwiseConv2dSamples(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, op := range []string{"DepthwiseConv2dNative"} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		samples := def.Samples(r)
-		if len(samples) < 8 {
-			t.Fatalf("%s: %d samples", op, len(samples))
-		}
+		samples, outs := registrytest.RunSamples(t, op, r, 8, registrytest.KC(0))
 		mults, formats, paddings := map[int]bool{}, map[string]bool{}, map[string]bool{}
 		unequal, dilated := false, false
-		for _, s := range samples {
+		for i, s := range samples {
 			a := s.Attrs.(DepthwiseConv2dAttrs)
 			l := convLayoutOf(a.DataFormat)
 			formats[a.DataFormat], paddings[a.Padding] = true, true
 			unequal = unequal || a.Strides[l.h] != a.Strides[l.w]
 			dilated = dilated || a.Dilations[l.h] > 1 || a.Dilations[l.w] > 1
 			mults[s.Inputs[1].Shape()[3]] = true
-			out, err := registry.Run(def, registrytest.KC(0), s.Attrs, s.Inputs)
-			if err != nil {
-				t.Fatalf("%s %s: %v", op, s.Name, err)
-			}
-			for _, v := range testutil.Float64s(t, out[0]) {
+			for _, v := range testutil.Float64s(t, outs[i][0]) {
 				if math.IsNaN(v) {
 					t.Fatalf("%s %s: NaN in output", op, s.Name)
 				}
@@ -288,7 +153,7 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 						vals = testutil.Arange(testutil.Numel(s))
 					}
 					if nchw {
-						vals, s = convNHWCToNCHW(vals, s)
+						vals, s = testutil.NHWCToNCHW(vals, s)
 					}
 					return testutil.Dense(t, dt, s, vals)
 				}
@@ -311,7 +176,7 @@ func TestDepthwiseConv2dSpecVectors(t *testing.T) {
 				}
 				want, shape := v.want, v.outShape
 				if nchw {
-					want, shape = convNHWCToNCHW(want, shape)
+					want, shape = testutil.NHWCToNCHW(want, shape)
 				}
 				testutil.CloseBound(t, name, out[0], shape, want, make([]float64, len(want)), 0)
 			}
@@ -368,31 +233,12 @@ func TestDepthwiseConv2dAttrs(t *testing.T) {
 }
 
 func TestDepthwiseConv2dErrors(t *testing.T) {
-	type tensorFn func(t *testing.T) *tensor.Dense
-	f64 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float64, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	f32 := func(shape ...int) tensorFn {
-		return func(t *testing.T) *tensor.Dense {
-			return testutil.Dense(t, tensor.Float32, shape, make([]float64, testutil.Numel(shape)))
-		}
-	}
-	seq := func(fs ...tensorFn) func(t *testing.T) []*tensor.Dense {
-		return func(t *testing.T) []*tensor.Dense {
-			out := make([]*tensor.Dense, len(fs))
-			for i, f := range fs {
-				out[i] = f(t)
-			}
-			return out
-		}
-	}
+	f64, f32, seq := testutil.Float64Zeros, testutil.Float32Zeros, testutil.Seq
 	type errCase struct {
 		name   string
 		op     string
 		attrs  any
-		in     func(t *testing.T) []*tensor.Dense
+		in     func(t testing.TB) []*tensor.Dense
 		kind   error
 		substr string
 	}
@@ -406,7 +252,7 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 	var cases []errCase
 	for _, o := range []struct {
 		op string
-		in func(t *testing.T) []*tensor.Dense
+		in func(t testing.TB) []*tensor.Dense
 	}{{fwdOp, fwd}} {
 		cases = append(cases,
 			errCase{"padding", o.op, at(s1, "FULL"), o.in, IA, "allowed values"},
@@ -453,16 +299,10 @@ func TestDepthwiseConv2dErrors(t *testing.T) {
 // (spec §2, §6); the backprops' are tested in package backward.
 func TestDepthwiseConv2dEmpty(t *testing.T) {
 	v := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "VALID"}
-	f64 := func(shape ...int) *tensor.Dense {
-		return testutil.Dense(t, tensor.Float64, shape, testutil.Arange(testutil.Numel(shape)))
-	}
+	f64 := func(shape ...int) *tensor.Dense { return testutil.ArangeFloat64s(t, shape...) }
 	check := func(name string, out []*tensor.Dense, err error, shape []int) {
 		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		n := testutil.Numel(shape)
-		testutil.CloseBound(t, name, out[0], shape, make([]float64, n), make([]float64, n), 0)
+		testutil.WantZeros(t, name, out, err, shape)
 	}
 	ex := DepthwiseConv2dAttrs{Strides: []int{1, 1, 1, 1}, Padding: "EXPLICIT", ExplicitPaddings: []int{0, 0, 1, 1, 1, 1, 0, 0}}
 	// M = 0: empty output.
@@ -496,23 +336,8 @@ func TestDepthwiseConv2dNoPanics(t *testing.T) {
 			}
 			return s
 		}
-		a := DepthwiseConv2dAttrs{
-			Strides:   []int{1, pick(1, 2, 3), pick(1, 2), 1},
-			Padding:   []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)],
-			Dilations: []int{1, pick(1, 2), pick(1, 3), 1},
-		}
-		if r.Intn(2) == 0 {
-			a.DataFormat = "NCHW"
-			a.Strides = []int{1, 1, a.Strides[1], a.Strides[2]}
-			a.Dilations = []int{1, 1, a.Dilations[1], a.Dilations[2]}
-		}
-		if a.Padding == "EXPLICIT" {
-			a.ExplicitPaddings = make([]int, 8)
-			l := convLayoutOf(a.DataFormat)
-			for _, i := range []int{2 * l.h, 2*l.h + 1, 2 * l.w, 2*l.w + 1} {
-				a.ExplicitPaddings[i] = pick(0, 1, 4)
-			}
-		}
+		format, padding, strides, dilations, explicit := testutil.RandomDepthwiseWindow(r)
+		a := DepthwiseConv2dAttrs{Strides: strides, Padding: padding, DataFormat: format, Dilations: dilations, ExplicitPaddings: explicit}
 		const op = "DepthwiseConv2dNative"
 		xs, fs := shape(), shape()
 		in := []*tensor.Dense{testutil.Dense(t, tensor.Float32, xs, make([]float64, testutil.Numel(xs))), testutil.Dense(t, tensor.Float32, fs, make([]float64, testutil.Numel(fs)))}

@@ -49,7 +49,7 @@ var fpForwardConfigs = []struct {
 func fpAvgSamples(r *rand.Rand) []registry.Sample {
 	var out []registry.Sample
 	for _, c := range fpForwardConfigs {
-		out = append(out, registry.Sample{Name: c.name, Attrs: c.attrs, Inputs: []*tensor.Dense{randDense(r, c.shape...)}})
+		out = append(out, registry.Sample{Name: c.name, Attrs: c.attrs, Inputs: []*tensor.Dense{SampleNormal(r, c.shape...)}})
 	}
 	return out
 }

@@ -13,33 +13,6 @@ import (
 	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
-// fpRefAvg is average pooling in T with TensorFlow's order: per output
-// element a T accumulator from 0, rows outer, columns inner, then a
-// division by the count in T.
-func fpRefAvg[T fracpool.Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []T {
-	oh, ow := len(rows)-1, len(cols)-1
-	out := make([]T, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := fpRefCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpRefCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					var acc, cnt T
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							acc += x[((b*h+r)*w+cc)*c+ch]
-							cnt++
-						}
-					}
-					out[((b*oh+a)*ow+j)*c+ch] = acc / cnt
-				}
-			}
-		}
-	}
-	return out
-}
-
 // TestFractionalAvgPoolSpecVectors checks FAP2, FAP3 and FAP7 (FAP4 and
 // FAP5, of the gradient op, are checked in package backward).
 func TestFractionalAvgPoolSpecVectors(t *testing.T) {
@@ -72,10 +45,10 @@ func TestFractionalAvgPoolSpecVectors(t *testing.T) {
 			fmt.Sprint(out[1].Shape()) != "(4)" || fmt.Sprint(out[2].Shape()) != "(5)" {
 			t.Fatalf("FAP7 %v: shapes %v %v %v", dt, out[0].Shape(), out[1].Shape(), out[2].Shape())
 		}
-		if err := fpSeqProps(out[1].Int64s(), 6, 3); err != nil {
+		if err := testutil.FracPoolSeqProps(out[1].Int64s(), 6, 3); err != nil {
 			t.Fatal(err)
 		}
-		if err := fpSeqProps(out[2].Int64s(), 6, 4); err != nil {
+		if err := testutil.FracPoolSeqProps(out[2].Int64s(), 6, 4); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,24 +60,12 @@ type fpForwardCase struct {
 	attrs FractionalPoolAttrs
 }
 
+// fpForwardGrid is testutil.FracPoolGrid with its attrs.
 func fpForwardGrid() []fpForwardCase {
 	var cs []fpForwardCase
-	shapes := [][]int{{1, 5, 5, 1}, {2, 7, 9, 3}, {3, 10, 6, 5}, {1, 32, 32, 8}, {2, 3, 11, 4}}
-	ratios := [][]float32{{1, 1.44, 1.44, 1}, {1, 2, 1.5, 1}, {1, 1, 3, 1}, {1, 2.7, 1.1, 1}, {1, 3, 3, 1}}
-	seed := int64(1)
-	for _, s := range shapes {
-		for _, r := range ratios {
-			if float32(s[1]) < r[1] || float32(s[2]) < r[2] {
-				continue
-			}
-			for _, pseudo := range []bool{false, true} {
-				for _, ov := range []bool{false, true} {
-					seed++
-					cs = append(cs, fpForwardCase{s, FractionalPoolAttrs{PoolingRatio: r, PseudoRandom: pseudo, Overlapping: ov,
-						Deterministic: true, Seed: seed, Seed2: seed * 3}})
-				}
-			}
-		}
+	for _, c := range testutil.FracPoolGrid() {
+		cs = append(cs, fpForwardCase{c.Shape, FractionalPoolAttrs{PoolingRatio: c.Ratio, PseudoRandom: c.PseudoRandom, Overlapping: c.Overlapping,
+			Deterministic: true, Seed: c.Seed, Seed2: c.Seed * 3}})
 	}
 	return cs
 }
@@ -126,22 +87,22 @@ func TestFractionalAvgPoolForward(t *testing.T) {
 		for _, threads := range []int{1, 3} {
 			out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xv))
 			rows, cols := out[1].Int64s(), out[2].Int64s()
-			if err := fpSeqProps(rows, h, fracpool.OutputSize(h, c.attrs.PoolingRatio[1])); err != nil {
+			if err := testutil.FracPoolSeqProps(rows, h, fracpool.OutputSize(h, c.attrs.PoolingRatio[1])); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if err := fpSeqProps(cols, w, fracpool.OutputSize(w, c.attrs.PoolingRatio[2])); err != nil {
+			if err := testutil.FracPoolSeqProps(cols, w, fracpool.OutputSize(w, c.attrs.PoolingRatio[2])); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			fpCheckAvg(t, name+"/f64", out[0].Float64s(), fpRefAvg(xv, n, h, w, ch, rows, cols, c.attrs.Overlapping))
+			testutil.SameBits(t, name+"/f64", out[0].Float64s(), testutil.FracPoolAvg(xv, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			x32 := testutil.Convert[float32](xv)
 			o32 := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, x32))
-			fpCheckAvg(t, name+"/f32", o32[0].Float32s(), fpRefAvg(x32, n, h, w, ch, rows, cols, c.attrs.Overlapping))
+			testutil.SameBits(t, name+"/f32", o32[0].Float32s(), testutil.FracPoolAvg(x32, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xi := testutil.Convert[int32](xv)
 			oi := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xi))
-			fpCheckAvg(t, name+"/i32", oi[0].Int32s(), fpRefAvg(xi, n, h, w, ch, rows, cols, c.attrs.Overlapping))
+			testutil.SameBits(t, name+"/i32", oi[0].Int32s(), testutil.FracPoolAvg(xi, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 			xl := testutil.Convert[int64](xv)
 			ol := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpAvgName, c.attrs, testutil.New(t, c.shape, xl))
-			fpCheckAvg(t, name+"/i64", ol[0].Int64s(), fpRefAvg(xl, n, h, w, ch, rows, cols, c.attrs.Overlapping))
+			testutil.SameBits(t, name+"/i64", ol[0].Int64s(), testutil.FracPoolAvg(xl, n, h, w, ch, rows, cols, c.attrs.Overlapping))
 		}
 	}
 }

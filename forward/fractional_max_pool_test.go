@@ -12,34 +12,6 @@ import (
 	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
-// fpRefArgmax returns, per output element, the flat input index of the
-// first maximum of its cell (TensorFlow's FractionalMaxPoolGrad scan).
-func fpRefArgmax[T fracpool.Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []int {
-	oh, ow := len(rows)-1, len(cols)-1
-	am := make([]int, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := fpRefCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := fpRefCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					best := -1
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							p := ((b*h+r)*w+cc)*c + ch
-							if best < 0 || x[best] < x[p] {
-								best = p
-							}
-						}
-					}
-					am[((b*oh+a)*ow+j)*c+ch] = best
-				}
-			}
-		}
-	}
-	return am
-}
-
 // TestFractionalMaxPoolForward compares FractionalMaxPool with the naive
 // reference over the forward grid in every dtype, on inputs with many ties
 // (small integers), for 1 and 3 threads: every output is the input at its
@@ -70,7 +42,7 @@ func fpMaxForwardCheck[T fracpool.Num](t *testing.T, name string, threads int, a
 	n, h, w, c := shape[0], shape[1], shape[2], shape[3]
 	out := registrytest.MustRunKC(t, registrytest.SeededKC(threads, 1), fpMaxName, a, testutil.New(t, shape, xv))
 	ys := tensorx.MustSlice[T](out[0])
-	am := fpRefArgmax(xv, n, h, w, c, out[1].Int64s(), out[2].Int64s(), a.Overlapping)
+	am := testutil.FracPoolArgmax(xv, n, h, w, c, out[1].Int64s(), out[2].Int64s(), a.Overlapping)
 	if len(ys) != len(am) {
 		t.Fatalf("%s: %d outputs, want %d", name, len(ys), len(am))
 	}

@@ -15,50 +15,6 @@ import (
 	"github.com/tapegrad/tapegrad/registry/registrytest"
 )
 
-// fpRefCell is the naive reference's cell (spec §4): the inclusive input
-// range of cell i of seq over an axis of size n.
-func fpRefCell(seq []int64, i, n int, overlapping bool) (int, int) {
-	lo, hi := int(seq[i]), int(seq[i+1])
-	if !overlapping {
-		hi--
-	}
-	if hi > n-1 {
-		hi = n - 1
-	}
-	return lo, hi
-}
-
-func fpSeqProps(seq []int64, in, out int) error {
-	if len(seq) != out+1 || seq[0] != 0 || seq[out] != int64(in) {
-		return fmt.Errorf("sequence %v does not run from 0 to %d in %d steps", seq, in, out)
-	}
-	k := int64(in / out)
-	long := 0
-	for i := 0; i < out; i++ {
-		d := seq[i+1] - seq[i]
-		if d != k && d != k+1 {
-			return fmt.Errorf("step %d of %v is %d, want %d or %d", i, seq, d, k, k+1)
-		}
-		if d == k+1 {
-			long++
-		}
-	}
-	if long != in%out {
-		return fmt.Errorf("%d long steps in %v, want %d", long, seq, in%out)
-	}
-	return nil
-}
-
-func fpCheckAvg[T fracpool.Num](t *testing.T, name string, got, want []T) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-	}
-	if i := testutil.BitDiff(got, want, false); i >= 0 {
-		t.Fatalf("%s: element %d = %v, want %v", name, i, got[i], want[i])
-	}
-}
-
 // TestFractionalPoolSeeds checks the op-level seed handling: non-zero
 // seeds give the same sequences on every call and thread count (rows from
 // the generator's first blocks, columns after the rows' reservation);

@@ -10,8 +10,9 @@ import (
 	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Sample generators of FusedBatchNorm and FusedBatchNormV3 for gradient
-// sweeps (package backward holds those of the gradient ops).
+// Sample generators of FusedBatchNorm and FusedBatchNormV3 and of their
+// gradient ops FusedBatchNormGrad and FusedBatchNormGradV3 (registered in
+// package backward) for gradient sweeps, over one configuration table.
 //
 // TensorFlow's gradient of the forward ops uses only the upstream
 // gradient of y and gives none to mean and variance, so the forward
@@ -69,6 +70,42 @@ func bnSampleMust(d *tensor.Dense, err error) *tensor.Dense {
 	return d
 }
 
+// bnSampleStats returns the per-channel mean and biased variance of x in
+// the given data format, as the training forward's reserve spaces.
+func bnSampleStats(x *tensor.Dense, format string) (mean, variance *tensor.Dense) {
+	v := tensorx.MustSlice[float64](x)
+	shape := x.Shape()
+	l, err := FusedBatchNormLayout("FusedBatchNormGrad sample", "x", shape, format)
+	if err != nil {
+		panic("forward: bad batch-norm sample: " + err.Error())
+	}
+	m := make([]float64, l.C)
+	s := make([]float64, l.C)
+	n := float64(l.Count())
+	for o := 0; o < l.Outer; o++ {
+		for c := 0; c < l.C; c++ {
+			for i := 0; i < l.Inner; i++ {
+				m[c] += v[(o*l.C+c)*l.Inner+i]
+			}
+		}
+	}
+	for c := range m {
+		m[c] /= n
+	}
+	for o := 0; o < l.Outer; o++ {
+		for c := 0; c < l.C; c++ {
+			for i := 0; i < l.Inner; i++ {
+				d := v[(o*l.C+c)*l.Inner+i] - m[c]
+				s[c] += d * d
+			}
+		}
+	}
+	for c := range s {
+		s[c] /= n
+	}
+	return bnSampleMust(tensorx.New([]int{l.C}, m)), bnSampleMust(tensorx.New([]int{l.C}, s))
+}
+
 // bnSampleConfig is one configuration of the family's samples.
 type bnSampleConfig struct {
 	format   string
@@ -112,6 +149,14 @@ func (c bnSampleConfig) attrs() FusedBatchNormAttrs {
 	return a
 }
 
+func (c bnSampleConfig) gradAttrs() FusedBatchNormGradAttrs {
+	a := FusedBatchNormGradAttrs{DataFormat: c.format, IsTraining: bnBool(c.training)}
+	if c.eps != 0 {
+		a.Epsilon = bnF32(c.eps)
+	}
+	return a
+}
+
 // bnSampleConfigs covers both modes, every layout, running statistics
 // (empty and given), epsilon values, a single element per channel and odd
 // sizes.
@@ -150,6 +195,53 @@ func bnSamples(op string) func(r *rand.Rand) []registry.Sample {
 				Wrt:    []int{0, 1, 2},
 				// TensorFlow's gradient uses only y's upstream gradient.
 				Outputs: []int{0},
+			})
+		}
+		return out
+	}
+}
+
+// FusedBatchNormGradSamples returns the sample generator of
+// FusedBatchNormGrad (v3 false) or FusedBatchNormGradV3 (v3 true) over the
+// configurations of the forward ops' samples, for their registrations in
+// package backward.
+//
+// The grad ops in training mode are the gradient of the forward only when
+// reserve_space_1/2 are the batch mean and biased variance of x (their
+// registered gradient, like TensorFlow's, recomputes those statistics
+// from x): the samples give exactly those, and check the gradients with
+// respect to y_backprop and scale (a finite difference in x alone would
+// move the statistics away from the reserve spaces; the tests of package
+// backward check x through the forward op). In inference mode every
+// gradient but the population statistics' is checked.
+func FusedBatchNormGradSamples(v3 bool) func(r *rand.Rand) []registry.Sample {
+	return func(r *rand.Rand) []registry.Sample {
+		var out []registry.Sample
+		for _, c := range bnSampleConfigs {
+			if c.v3Only && !v3 {
+				continue
+			}
+			C := c.channels()
+			x := bnSampleTensor(r, 1.5, 0.5, c.shape...)
+			dy := bnSampleTensor(r, 1, 0, c.shape...)
+			var rs1, rs2 *tensor.Dense
+			wrt := []int{0, 1, 2}
+			if c.training {
+				rs1, rs2 = bnSampleStats(x, c.format)
+				wrt = []int{0, 2}
+			} else {
+				rs1, rs2 = bnSampleTensor(r, 1, 0.3, C), bnSampleUniform(r, 0.5, 2, C)
+			}
+			in := []*tensor.Dense{dy, x, bnSampleScale(r, C), rs1, rs2}
+			if v3 {
+				in = append(in, bnSampleMust(tensorx.New[float64](nil, []float64{0})))
+			}
+			out = append(out, registry.Sample{
+				Name:    c.name(),
+				Attrs:   c.gradAttrs(),
+				Inputs:  in,
+				Wrt:     wrt,
+				Outputs: []int{0, 1, 2},
 			})
 		}
 		return out

@@ -383,19 +383,7 @@ func TestFusedBatchNormErrors(t *testing.T) {
 
 func TestFusedBatchNormSamples(t *testing.T) {
 	for _, op := range []string{bnOpV1, bnOpV3} {
-		def, err := registry.Lookup(op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss := def.Samples(rand.New(rand.NewSource(1)))
-		if len(ss) < 6 {
-			t.Fatalf("%s: %d samples", op, len(ss))
-		}
-		for _, s := range ss {
-			if _, err := registry.Run(def, nil, s.Attrs, s.Inputs); err != nil {
-				t.Fatalf("%s sample %s: %v", op, s.Name, err)
-			}
-		}
+		registrytest.RunSamples(t, op, rand.New(rand.NewSource(1)), 6, nil)
 	}
 }
 
@@ -433,16 +421,7 @@ func bnBenchW7(b *testing.B) {
 			alloc.Release(d)
 		}
 	}
-	step() // warm the buffers
-	b.SetBytes(int64(passes * bnW7Bytes))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		step()
-	}
-	b.StopTimer()
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(sec*1e3, "ms/op")
-	b.ReportMetric(passes*bnW7Bytes/sec/1e9, "GB/s")
+	testutil.BenchBytes(b, passes*bnW7Bytes, step)
 }
 
 // BenchmarkFusedBatchNormW7Fwd is W7's fwd mode.

@@ -175,7 +175,7 @@ func TestMatMulOp(t *testing.T) {
 			if tb {
 				bs = []int{n, k}
 			}
-			a, b := shpNormal(r, as...), shpNormal(r, bs...)
+			a, b := SampleNormal(r, as...), SampleNormal(r, bs...)
 			want := mmNaive(ta, tb, m, n, k, a.Float64s(), as[1], b.Float64s(), bs[1])
 			at := MatMulAttrs{TransposeA: ta, TransposeB: tb}
 			out := registrytest.MustRun(t, "MatMul", at, 1, a, b)[0]
@@ -205,19 +205,19 @@ func TestMatMulErrors(t *testing.T) {
 		kind  error
 		frag  string
 	}{
-		{shpNormal(r, 2, 3), shpNormal(r, 4, 5), MatMulAttrs{}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]"},
-		{shpNormal(r, 2, 3), shpNormal(r, 2, 3), MatMulAttrs{}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"},
-		{shpNormal(r, 2, 3), shpNormal(r, 2, 3), MatMulAttrs{TransposeA: true, TransposeB: true}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"},
-		{shpNormal(r, 2, 3, 1), shpNormal(r, 3, 2), MatMulAttrs{}, registry.ErrShape, "In[0] is not a matrix. Instead it has shape [2,3,1]"},
-		{shpNormal(r, 2, 3), shpNormal(r, 3), MatMulAttrs{}, registry.ErrShape, "In[1] is not a matrix. Instead it has shape [3]"},
-		{shpNormal(r, 2, 3), testutil.To32(t, shpNormal(r, 3, 2)), MatMulAttrs{}, registry.ErrDtype, "input #1(zero-based) was expected to be a double tensor but is a float tensor"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 4, 5), MatMulAttrs{}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,5]"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 2, 3), MatMulAttrs{}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 2, 3), MatMulAttrs{TransposeA: true, TransposeB: true}, registry.ErrShape, "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3]"},
+		{SampleNormal(r, 2, 3, 1), SampleNormal(r, 3, 2), MatMulAttrs{}, registry.ErrShape, "In[0] is not a matrix. Instead it has shape [2,3,1]"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 3), MatMulAttrs{}, registry.ErrShape, "In[1] is not a matrix. Instead it has shape [3]"},
+		{SampleNormal(r, 2, 3), testutil.To32(t, SampleNormal(r, 3, 2)), MatMulAttrs{}, registry.ErrDtype, "input #1(zero-based) was expected to be a double tensor but is a float tensor"},
 	}
 	for _, c := range cases {
 		_, err := registrytest.Run(t, "MatMul", c.attrs, 1, c.a, c.b)
 		testutil.WantErr(t, err, c.kind, "MatMul", c.frag)
 	}
 	// With transposes the compatible case passes.
-	if _, err := registrytest.Run(t, "MatMul", MatMulAttrs{TransposeA: true}, 1, shpNormal(r, 2, 3), shpNormal(r, 2, 4)); err != nil {
+	if _, err := registrytest.Run(t, "MatMul", MatMulAttrs{TransposeA: true}, 1, SampleNormal(r, 2, 3), SampleNormal(r, 2, 4)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -247,7 +247,7 @@ func TestBiasAdd(t *testing.T) {
 			if format == "NCHW" {
 				cd = 1
 			}
-			x, b := shpNormal(r, s...), shpNormal(r, s[cd])
+			x, b := SampleNormal(r, s...), SampleNormal(r, s[cd])
 			want := biasNaive(x.Float64s(), s, b.Float64s(), cd)
 			at := BiasAddAttrs{DataFormat: format}
 			name := fmt.Sprintf("BiasAdd %v %q", s, format)
@@ -271,13 +271,13 @@ func TestBiasAddErrors(t *testing.T) {
 		kind  error
 		frag  string
 	}{
-		{shpNormal(r, 3), shpNormal(r, 3), BiasAddAttrs{}, registry.ErrShape, "Input tensor must be at least 2D: [3]"},
-		{shpNormal(r, 2, 3), shpNormal(r, 3), nchw, registry.ErrShape, "at least rank 3"},
-		{shpNormal(r, 2, 3), shpNormal(r, 1, 3), BiasAddAttrs{}, registry.ErrShape, "Biases must be 1D: [1,3]"},
-		{shpNormal(r, 2, 3), shpNormal(r, 2), BiasAddAttrs{}, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [2] vs. [2,3]"},
-		{shpNormal(r, 2, 3, 4), shpNormal(r, 4), nchw, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,3,4]"},
-		{shpNormal(r, 2, 3), testutil.To32(t, shpNormal(r, 3)), BiasAddAttrs{}, registry.ErrDtype, "expected to be a double tensor but is a float tensor"},
-		{shpNormal(r, 2, 3), shpNormal(r, 3), BiasAddAttrs{DataFormat: "NCDHW"}, registry.ErrInvalidArgument, "data_format"},
+		{SampleNormal(r, 3), SampleNormal(r, 3), BiasAddAttrs{}, registry.ErrShape, "Input tensor must be at least 2D: [3]"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 3), nchw, registry.ErrShape, "at least rank 3"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 1, 3), BiasAddAttrs{}, registry.ErrShape, "Biases must be 1D: [1,3]"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 2), BiasAddAttrs{}, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [2] vs. [2,3]"},
+		{SampleNormal(r, 2, 3, 4), SampleNormal(r, 4), nchw, registry.ErrShape, "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,3,4]"},
+		{SampleNormal(r, 2, 3), testutil.To32(t, SampleNormal(r, 3)), BiasAddAttrs{}, registry.ErrDtype, "expected to be a double tensor but is a float tensor"},
+		{SampleNormal(r, 2, 3), SampleNormal(r, 3), BiasAddAttrs{DataFormat: "NCDHW"}, registry.ErrInvalidArgument, "data_format"},
 	}
 	for _, c := range cases {
 		_, err := registrytest.Run(t, "BiasAdd", c.attrs, 1, c.x, c.b)

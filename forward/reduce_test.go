@@ -79,7 +79,7 @@ func TestSumMean(t *testing.T) {
 		shapes = append(shapes, shpRandShape(r, 1+r.Intn(4), 6))
 	}
 	for _, s := range shapes {
-		x := shpNormal(r, s...)
+		x := SampleNormal(r, s...)
 		x32 := testutil.To32(t, x)
 		for _, axes := range redSubsets(len(s)) {
 			red := make([]bool, len(s))
@@ -169,7 +169,7 @@ func TestSumLarge(t *testing.T) {
 		{[]int{5, 30000, 3}, []int{0, 1}},
 	}
 	for _, c := range cases {
-		x := shpNormal(r, c.shape...)
+		x := SampleNormal(r, c.shape...)
 		red := make([]bool, len(c.shape))
 		for _, a := range c.axes {
 			red[a] = true
@@ -232,7 +232,7 @@ func TestSumInt(t *testing.T) {
 }
 
 func TestSumErrors(t *testing.T) {
-	x := shpNormal(rand.New(rand.NewSource(13)), 2, 3)
+	x := SampleNormal(rand.New(rand.NewSource(13)), 2, 3)
 	for _, op := range []string{"Sum", "Mean"} {
 		cases := []struct {
 			axes *tensor.Dense
@@ -244,14 +244,14 @@ func TestSumErrors(t *testing.T) {
 			{shpInt32s(0, 0), registry.ErrInvalidArgument, "Invalid reduction arguments: Axes contains duplicate dimension: 0"},
 			{shpInt32s(1, -1), registry.ErrInvalidArgument, "Axes contains duplicate dimension: 1"},
 			{shpMust(tensorx.New([]int{1, 1}, []int32{0})), registry.ErrShape, "at most rank 1"},
-			{shpNormal(rand.New(rand.NewSource(14)), 1), registry.ErrDtype, "int32 or int64"},
+			{SampleNormal(rand.New(rand.NewSource(14)), 1), registry.ErrDtype, "int32 or int64"},
 		}
 		for _, c := range cases {
 			_, err := registrytest.Run(t, op, nil, 1, x, c.axes)
 			testutil.WantErr(t, err, c.kind, op, c.frag)
 		}
 		// A scalar input has no axes to reduce.
-		_, err := registrytest.Run(t, op, nil, 1, shpNormal(rand.New(rand.NewSource(15))), shpInt32s(0))
+		_, err := registrytest.Run(t, op, nil, 1, SampleNormal(rand.New(rand.NewSource(15))), shpInt32s(0))
 		testutil.WantErr(t, err, registry.ErrInvalidArgument, "for input with 0 dimension(s)")
 		// Unknown attrs.
 		d, _ := registry.Lookup(op)

@@ -76,7 +76,7 @@ func TestReshape(t *testing.T) {
 		{[]int{3, 1, 2}, []int{-1, 1}, []int{6, 1}},
 	}
 	for _, c := range cases {
-		x := shpNormal(r, c.in...)
+		x := SampleNormal(r, c.in...)
 		for _, mk := range []func(...int) *tensor.Dense{shpInt32s, shpInt64s} {
 			for _, conv := range []bool{false, true} {
 				xx := x
@@ -101,7 +101,7 @@ func TestReshape(t *testing.T) {
 		t.Fatalf("bool reshape = %v", got)
 	}
 	// The output is a copy.
-	x := shpNormal(r, 4)
+	x := SampleNormal(r, 4)
 	out = registrytest.MustRun(t, "Reshape", nil, 1, x, shpInt32s(2, 2))[0]
 	out.Float64s()[0] = 42
 	if x.Float64s()[0] == 42 {
@@ -110,7 +110,7 @@ func TestReshape(t *testing.T) {
 }
 
 func TestReshapeErrors(t *testing.T) {
-	x := shpNormal(rand.New(rand.NewSource(2)), 2, 3)
+	x := SampleNormal(rand.New(rand.NewSource(2)), 2, 3)
 	cases := []struct {
 		shape *tensor.Dense
 		kind  error
@@ -122,7 +122,7 @@ func TestReshapeErrors(t *testing.T) {
 		{shpInt32s(4, -1), registry.ErrInvalidArgument, "Input to reshape is a tensor with 6 values, but the requested shape requires a multiple of 4"},
 		{shpInt32s(0, -1), registry.ErrInvalidArgument, "Input to reshape is a tensor with 6 values, but the requested shape has 0"},
 		{shpMust(tensorx.New([]int{1, 2}, []int32{2, 3})), registry.ErrShape, "sizes input must be 1-D, not [1,2]"},
-		{shpNormal(rand.New(rand.NewSource(3)), 2), registry.ErrDtype, "Reshape"},
+		{SampleNormal(rand.New(rand.NewSource(3)), 2), registry.ErrDtype, "Reshape"},
 	}
 	for _, c := range cases {
 		_, err := registrytest.Run(t, "Reshape", nil, 1, x, c.shape)
@@ -157,7 +157,7 @@ func TestTranspose(t *testing.T) {
 		shapes = append(shapes, shpRandShape(r, 1+r.Intn(4), 5))
 	}
 	for _, s := range shapes {
-		x := shpNormal(r, s...)
+		x := SampleNormal(r, s...)
 		for _, perm := range shpPerms(len(s)) {
 			want := shpNaiveTranspose(x.Float64s(), s, perm)
 			wantShape := make([]int, len(perm))
@@ -189,7 +189,7 @@ func TestTransposeLarge(t *testing.T) {
 		{[]int{130, 129}, []int{1, 0}},
 	}
 	for _, c := range cases {
-		x := shpNormal(r, c.shape...)
+		x := SampleNormal(r, c.shape...)
 		want := shpNaiveTranspose(x.Float64s(), c.shape, c.perm)
 		for _, threads := range []int{1, 2, 4} {
 			out := registrytest.MustRun(t, "Transpose", nil, threads, x, shpInt32s(c.perm...))[0]
@@ -210,7 +210,7 @@ func TestTransposeLarge(t *testing.T) {
 }
 
 func TestTransposeErrors(t *testing.T) {
-	x := shpNormal(rand.New(rand.NewSource(6)), 2, 3, 4)
+	x := SampleNormal(rand.New(rand.NewSource(6)), 2, 3, 4)
 	cases := []struct {
 		perm *tensor.Dense
 		kind error
@@ -221,7 +221,7 @@ func TestTransposeErrors(t *testing.T) {
 		{shpInt32s(0, -1, 2), registry.ErrInvalidArgument, "-1 is out of range [0 .. 3)"},
 		{shpInt32s(0, 1, 1), registry.ErrInvalidArgument, "2 is missing from {0,1,1}."},
 		{shpMust(tensorx.New([]int{1, 3}, []int32{0, 1, 2})), registry.ErrShape, "perm must be rank 1, got shape [1,3]"},
-		{shpNormal(rand.New(rand.NewSource(7)), 3), registry.ErrDtype, "Transpose"},
+		{SampleNormal(rand.New(rand.NewSource(7)), 3), registry.ErrDtype, "Transpose"},
 	}
 	for _, c := range cases {
 		_, err := registrytest.Run(t, "Transpose", nil, 1, x, c.perm)
@@ -278,7 +278,7 @@ func TestFillErrors(t *testing.T) {
 		{shpInt32s(2, -1), v, registry.ErrInvalidArgument, "Dimension -1 must be >= 0"},
 		{shpMust(tensorx.New([]int{1, 2}, []int32{1, 2})), v, registry.ErrShape, "dims must represent a vector, got shape [1,2]"},
 		{shpInt32s(2), shpMust(tensorx.New([]int{2}, []float64{1, 2})), registry.ErrShape, "value must represent a scalar, got shape [2]"},
-		{shpNormal(rand.New(rand.NewSource(8)), 2), v, registry.ErrDtype, "Fill"},
+		{SampleNormal(rand.New(rand.NewSource(8)), 2), v, registry.ErrDtype, "Fill"},
 	}
 	for _, c := range cases {
 		_, err := registrytest.Run(t, "Fill", nil, 1, c.dims, c.value)

@@ -1,6 +1,9 @@
 package dwconv
 
-import "github.com/tapegrad/tapegrad/internal/tensorx"
+import (
+	"github.com/tapegrad/tapegrad/internal/conv"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
+)
 
 // Geom is the geometry of one depthwise convolution problem, in NHWC
 // names whatever the layout: input [N, H, W, C], filter [KH, KW, C, M],
@@ -89,9 +92,9 @@ func Forward[T tensorx.Float](out, x, f []T, g *Geom, threads int, w *Work[T]) {
 		return
 	}
 	xt, ot := w.Layout[0], w.Layout[1]
-	toNHWC(xt, x, g.N, g.C, g.H, g.W)
+	conv.ToNHWC(xt, x, g.N, g.C, g.H, g.W)
 	forwardNHWC(threads, g, xt, f, ot, w)
-	toNCHW(out, ot, g.N, g.OC(), g.OH, g.OW)
+	conv.ToNCHW(out, ot, g.N, g.OC(), g.OH, g.OW)
 }
 
 // BackpropInputWork returns the scratch BackpropInput needs for g.
@@ -123,9 +126,9 @@ func BackpropInput[T tensorx.Float](dx, f, dy []T, g *Geom, threads int, w *Work
 		return
 	}
 	dyt, dxt := w.Layout[0], w.Layout[1]
-	toNHWC(dyt, dy, g.N, g.OC(), g.OH, g.OW)
+	conv.ToNHWC(dyt, dy, g.N, g.OC(), g.OH, g.OW)
 	backpropInputNHWC(threads, g, f, dyt, dxt, w)
-	toNCHW(dx, dxt, g.N, g.C, g.H, g.W)
+	conv.ToNCHW(dx, dxt, g.N, g.C, g.H, g.W)
 }
 
 // BackpropFilterWork returns the scratch BackpropFilter needs for g.
@@ -160,41 +163,11 @@ func BackpropFilter[T tensorx.Float](df, x, dy []T, g *Geom, threads int, w *Wor
 		return
 	}
 	xt, dyt := w.Layout[0], w.Layout[1]
-	toNHWC(xt, x, g.N, g.C, g.H, g.W)
-	toNHWC(dyt, dy, g.N, g.OC(), g.OH, g.OW)
+	conv.ToNHWC(xt, x, g.N, g.C, g.H, g.W)
+	conv.ToNHWC(dyt, dy, g.N, g.OC(), g.OH, g.OW)
 	backpropFilterNHWC(threads, g, xt, dyt, df, w)
 }
 
 // serial reports whether a loop of n items with the given grain runs on
 // the calling goroutine alone.
 func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain, 1) }
-
-// toNHWC copies an NCHW tensor src [n, c, h, w] into dst as NHWC.
-func toNHWC[T tensorx.Float](dst, src []T, n, c, h, w int) {
-	hw := h * w
-	for b := 0; b < n; b++ {
-		s := src[b*c*hw : (b+1)*c*hw]
-		d := dst[b*c*hw : (b+1)*c*hw]
-		for ch := 0; ch < c; ch++ {
-			plane := s[ch*hw : (ch+1)*hw]
-			for i, v := range plane {
-				d[i*c+ch] = v
-			}
-		}
-	}
-}
-
-// toNCHW copies an NHWC tensor src [n, h, w, c] into dst as NCHW.
-func toNCHW[T tensorx.Float](dst, src []T, n, c, h, w int) {
-	hw := h * w
-	for b := 0; b < n; b++ {
-		s := src[b*c*hw : (b+1)*c*hw]
-		d := dst[b*c*hw : (b+1)*c*hw]
-		for ch := 0; ch < c; ch++ {
-			plane := d[ch*hw : (ch+1)*hw]
-			for i := range plane {
-				plane[i] = s[i*c+ch]
-			}
-		}
-	}
-}

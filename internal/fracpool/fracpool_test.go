@@ -8,105 +8,13 @@ import (
 	"testing"
 
 	"github.com/tapegrad/tapegrad/internal/philox"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // The loops are checked against naive references written from the spec
 // (§4, §5) one output element at a time, bit for bit, in every element
 // type and for 1 and 3 threads, on random geometries and sequences of
 // both modes, with both cell kinds.
-
-// refCell is the inclusive input range of cell i of seq over an axis of
-// size n.
-func refCell(seq []int64, i, n int, overlapping bool) (int, int) {
-	lo, hi := int(seq[i]), int(seq[i+1])
-	if !overlapping {
-		hi--
-	}
-	return lo, min(hi, n-1)
-}
-
-// refAvg is average pooling in T: per output element a T accumulator from
-// 0, rows outer, columns inner, then a division by the count in T.
-func refAvg[T Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []T {
-	oh, ow := len(rows)-1, len(cols)-1
-	out := make([]T, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := refCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := refCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					var acc, cnt T
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							acc += x[((b*h+r)*w+cc)*c+ch]
-							cnt++
-						}
-					}
-					out[((b*oh+a)*ow+j)*c+ch] = acc / cnt
-				}
-			}
-		}
-	}
-	return out
-}
-
-// refAvgGrad is the average pooling gradient of dy [nd,oh,ow,c] for an
-// input [n,h,w,c]: float64 accumulation in TensorFlow's loop order, one
-// conversion at the end; images nd.. get zeros.
-func refAvgGrad[T Num](dy []T, n, nd, h, w, c int, rows, cols []int64, overlapping bool) []T {
-	oh, ow := len(rows)-1, len(cols)-1
-	acc := make([]float64, n*h*w*c)
-	for b := 0; b < nd; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := refCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := refCell(cols, j, w, overlapping)
-				cnt := (r1 - r0 + 1) * (c1 - c0 + 1)
-				for r := r0; r <= r1; r++ {
-					for cc := c0; cc <= c1; cc++ {
-						for ch := 0; ch < c; ch++ {
-							acc[((b*h+r)*w+cc)*c+ch] += float64(dy[((b*oh+a)*ow+j)*c+ch]) / float64(cnt)
-						}
-					}
-				}
-			}
-		}
-	}
-	out := make([]T, len(acc))
-	for i, v := range acc {
-		out[i] = T(v)
-	}
-	return out
-}
-
-// refArgmax returns, per output element, the flat input index of the
-// first maximum of its cell.
-func refArgmax[T Num](x []T, n, h, w, c int, rows, cols []int64, overlapping bool) []int {
-	oh, ow := len(rows)-1, len(cols)-1
-	am := make([]int, n*oh*ow*c)
-	for b := 0; b < n; b++ {
-		for a := 0; a < oh; a++ {
-			r0, r1 := refCell(rows, a, h, overlapping)
-			for j := 0; j < ow; j++ {
-				c0, c1 := refCell(cols, j, w, overlapping)
-				for ch := 0; ch < c; ch++ {
-					best := -1
-					for r := r0; r <= r1; r++ {
-						for cc := c0; cc <= c1; cc++ {
-							p := ((b*h+r)*w+cc)*c + ch
-							if best < 0 || x[best] < x[p] {
-								best = p
-							}
-						}
-					}
-					am[((b*oh+a)*ow+j)*c+ch] = best
-				}
-			}
-		}
-	}
-	return am
-}
 
 // kernelCase is one random geometry with its sequences.
 type kernelCase struct {
@@ -196,8 +104,8 @@ func checkKernels[T Num](t *testing.T, k kernelCase, x []T, r *rand.Rand) {
 	n, nd, h, w, c := k.n, k.nd, k.h, k.w, k.c
 	oh, ow := len(k.rows)-1, len(k.cols)-1
 	name := fmt.Sprintf("%T %v", x[0], k)
-	wantAvg := refAvg(x, n, h, w, c, k.rows, k.cols, k.overlapping)
-	am := refArgmax(x, n, h, w, c, k.rows, k.cols, k.overlapping)
+	wantAvg := testutil.FracPoolAvg(x, n, h, w, c, k.rows, k.cols, k.overlapping)
+	am := testutil.FracPoolArgmax(x, n, h, w, c, k.rows, k.cols, k.overlapping)
 	y := make([]T, len(am))
 	for i, p := range am {
 		y[i] = x[p]
@@ -206,7 +114,7 @@ func checkKernels[T Num](t *testing.T, k kernelCase, x []T, r *rand.Rand) {
 	for i := range dy {
 		dy[i] = T(r.Intn(19) - 9)
 	}
-	wantGrad := refAvgGrad(dy, n, nd, h, w, c, k.rows, k.cols, k.overlapping)
+	wantGrad := testutil.FracPoolAvgGrad(dy, n, nd, h, w, c, k.rows, k.cols, k.overlapping)
 	dym := make([]T, len(y))
 	for i := range dym {
 		dym[i] = T(r.Intn(19) - 9)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tapegrad/tapegrad/internal/philox"
+	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
 // The pooling sequences against the spec: their properties, the spec's
@@ -25,7 +26,7 @@ func TestFractionalPoolSequenceProperties(t *testing.T) {
 					g := philox.New(r.Uint64(), r.Uint64())
 					seq := make([]int64, out+1)
 					Sequence(seq, in, out, &g, pseudo)
-					if err := seqProps(seq, in, out); err != nil {
+					if err := testutil.FracPoolSeqProps(seq, in, out); err != nil {
 						t.Fatalf("in=%d out=%d pseudo=%v: %v", in, out, pseudo, err)
 					}
 					checked++
@@ -44,7 +45,7 @@ func TestFractionalPoolSequenceProperties(t *testing.T) {
 				g := philox.New(r.Uint64(), r.Uint64())
 				seq := make([]int64, out+1)
 				Sequence(seq, in, out, &g, pseudo)
-				if err := seqProps(seq, in, out); err != nil {
+				if err := testutil.FracPoolSeqProps(seq, in, out); err != nil {
 					t.Fatalf("in=%d ratio=%v pseudo=%v: %v", in, ratio, pseudo, err)
 				}
 				checked++
@@ -52,27 +53,6 @@ func TestFractionalPoolSequenceProperties(t *testing.T) {
 		}
 	}
 	t.Logf("%d sequences checked", checked)
-}
-
-func seqProps(seq []int64, in, out int) error {
-	if len(seq) != out+1 || seq[0] != 0 || seq[out] != int64(in) {
-		return fmt.Errorf("sequence %v does not run from 0 to %d in %d steps", seq, in, out)
-	}
-	k := int64(in / out)
-	long := 0
-	for i := 0; i < out; i++ {
-		d := seq[i+1] - seq[i]
-		if d != k && d != k+1 {
-			return fmt.Errorf("step %d of %v is %d, want %d or %d", i, seq, d, k, k+1)
-		}
-		if d == k+1 {
-			long++
-		}
-	}
-	if long != in%out {
-		return fmt.Errorf("%d long steps in %v, want %d", long, seq, in%out)
-	}
-	return nil
 }
 
 // TestFractionalPoolSequenceTrace checks the spec's cross-check trace:

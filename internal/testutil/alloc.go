@@ -3,6 +3,8 @@ package testutil
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"testing"
 
 	"gorgonia.org/tensor"
 
@@ -105,5 +107,89 @@ func clearData(d *tensor.Dense) {
 		clear(d.Int64s())
 	case tensor.Bool:
 		clear(d.Bools())
+	}
+}
+
+// CheckAllocs pins the steady-state allocations of run, one call of a
+// kernel on threads threads with recycled buffers (name labels
+// failures): after a first call, on one thread a call must allocate
+// nothing (testing.AllocsPerRun over twenty runs); on more threads at most
+// parBound. The count on more threads is taken with runtime.MemStats at
+// the process's GOMAXPROCS (testing.AllocsPerRun runs at one, where every
+// worker comes late), after ten more calls, as the least of fifteen runs.
+func CheckAllocs(t *testing.T, name string, threads int, parBound uint64, run func()) {
+	t.Helper()
+	run()
+	if threads == 1 {
+		n := testing.AllocsPerRun(20, run)
+		t.Logf("%-18s one thread:  %v allocations per run", name, n)
+		if n != 0 {
+			t.Errorf("%s, one thread: %v allocations per run, want 0", name, n)
+		}
+		return
+	}
+	for range 10 {
+		run()
+	}
+	least := uint64(math.MaxUint64)
+	for range 15 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		run()
+		runtime.ReadMemStats(&m1)
+		least = min(least, m1.Mallocs-m0.Mallocs)
+	}
+	t.Logf("%-18s two threads: %v allocations per run", name, least)
+	if least > parBound {
+		t.Errorf("%s, two threads: %v allocations per run, want at most %d", name, least, parBound)
+	}
+}
+
+// MallocsPerCall returns the heap allocations per call of f over runs
+// calls, after a few untimed ones, at the current GOMAXPROCS (unlike
+// testing.AllocsPerRun, which sets it to 1).
+func MallocsPerCall(runs int, f func()) float64 {
+	for range 3 {
+		f()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
+}
+
+// ConvAllocShape is one Conv2D-family problem of the allocation tests, in
+// NHWC names: input [N, H, W, C], filter [K, K, CF, O], stride S.
+type ConvAllocShape struct {
+	Name                 string
+	N, H, W, C, K, CF, O int
+	S                    int
+	Padding              string
+}
+
+// ConvAllocCases calls fn for every problem of the Conv2D family's
+// allocation tests in both layouts and both float dtypes (W1, the
+// benchmark workload of cmd/bench/README.md, only in NHWC float32): shapes
+// with thousands of output positions and many GEMM blocks, so that an
+// allocation per row, chunk or block breaks the tests' bounds.
+func ConvAllocCases(fn func(sh ConvAllocShape, format string, dt tensor.Dtype)) {
+	for _, sh := range []ConvAllocShape{
+		{"3x3", 4, 24, 24, 16, 3, 16, 32, 1, "SAME"},    // 2304 positions, in-place rows
+		{"3x3s2", 4, 24, 24, 16, 3, 16, 32, 2, "SAME"},  // strided (the input gradient's col2im)
+		{"grouped", 2, 20, 20, 16, 3, 8, 8, 1, "VALID"}, // two groups
+		{"1x1", 4, 16, 16, 32, 1, 32, 16, 1, "VALID"},   // direct GEMMs
+		{"W1", 32, 32, 32, 16, 3, 16, 32, 1, "SAME"},    // cmd/bench/README.md W1: 8 filter chunks
+	} {
+		for _, format := range []string{"NHWC", "NCHW"} {
+			for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+				if sh.Name == "W1" && (format != "NHWC" || dt != tensor.Float32) {
+					continue
+				}
+				fn(sh, format, dt)
+			}
+		}
 	}
 }

@@ -190,3 +190,14 @@ func BitEqual(t testing.TB, a, b *tensor.Dense) bool {
 	t.Helper()
 	return BitDiff(Float64s(t, a), Float64s(t, b), false) < 0
 }
+
+// WantZeros fails the test (naming the case name) unless err is nil and
+// out[0] has the given shape and only zeros.
+func WantZeros(t testing.TB, name string, out []*tensor.Dense, err error, shape []int) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	n := Numel(shape)
+	CloseBound(t, name, out[0], shape, make([]float64, n), make([]float64, n), 0)
+}

@@ -1,5 +1,7 @@
 package testutil
 
+import "math/rand"
+
 // NaiveConv is a float64 reference for the Conv2D family, written
 // directly from spec/conv2d.md §2–§3 and the padding table of
 // docs/spec/README.md, with its own output-size and padding computation (it
@@ -152,4 +154,47 @@ func NHWCToNCHW(v []float64, s []int) ([]float64, []int) {
 		}
 	}
 	return out, []int{n, c, h, w}
+}
+
+// ConvWindow returns the strides and dilations of a window given in NHWC
+// names (sh, sw, dh, dw) in the layout of data_format format, and for
+// EXPLICIT padding the eight explicit paddings with pads (top, bottom,
+// left, right) on the H and W axes (nil for the other paddings).
+func ConvWindow(format string, sh, sw, dh, dw int, padding string, pads [4]int) (strides, dilations, explicit []int) {
+	h, w := 1, 2
+	strides, dilations = []int{1, sh, sw, 1}, []int{1, dh, dw, 1}
+	if format == "NCHW" {
+		h, w = 2, 3
+		strides, dilations = []int{1, 1, sh, sw}, []int{1, 1, dh, dw}
+	}
+	if padding == "EXPLICIT" {
+		explicit = make([]int, 8)
+		explicit[2*h], explicit[2*h+1], explicit[2*w], explicit[2*w+1] = pads[0], pads[1], pads[2], pads[3]
+	}
+	return strides, dilations, explicit
+}
+
+// RandomDepthwiseWindow draws the window attrs of a random depthwise test call
+// from r: strides 1–3 by 1–2, one of the three paddings, dilations 1–2 by
+// 1 or 3, NCHW (format "NCHW") or the default layout (format ""), and for
+// EXPLICIT padding 0, 1 or 4 on each side of H and W. The lists are in
+// the layout of format.
+func RandomDepthwiseWindow(r *rand.Rand) (format, padding string, strides, dilations, explicit []int) {
+	pick := func(v ...int) int { return v[r.Intn(len(v))] }
+	strides = []int{1, pick(1, 2, 3), pick(1, 2), 1}
+	padding = []string{"SAME", "VALID", "EXPLICIT"}[r.Intn(3)]
+	dilations = []int{1, pick(1, 2), pick(1, 3), 1}
+	h, w := 1, 2
+	if r.Intn(2) == 0 {
+		format, h, w = "NCHW", 2, 3
+		strides = []int{1, 1, strides[1], strides[2]}
+		dilations = []int{1, 1, dilations[1], dilations[2]}
+	}
+	if padding == "EXPLICIT" {
+		explicit = make([]int, 8)
+		for _, i := range []int{2 * h, 2*h + 1, 2 * w, 2*w + 1} {
+			explicit[i] = pick(0, 1, 4)
+		}
+	}
+	return format, padding, strides, dilations, explicit
 }

@@ -176,3 +176,45 @@ func checkedNumel(t testing.TB, shape []int) int {
 	}
 	return n
 }
+
+// TensorFn builds a tensor of a test case when the case runs (so that a
+// failure to build it fails that case).
+type TensorFn func(t testing.TB) *tensor.Dense
+
+// Float64Zeros returns a TensorFn of a float64 tensor of zeros.
+func Float64Zeros(shape ...int) TensorFn { return zerosFn(tensor.Float64, shape) }
+
+// Float32Zeros returns a TensorFn of a float32 tensor of zeros.
+func Float32Zeros(shape ...int) TensorFn { return zerosFn(tensor.Float32, shape) }
+
+func zerosFn(dt tensor.Dtype, shape []int) TensorFn {
+	return func(t testing.TB) *tensor.Dense { return Dense(t, dt, shape, make([]float64, Numel(shape))) }
+}
+
+// IntsFn returns a TensorFn of the int32 vector v (Ints).
+func IntsFn(v ...int) TensorFn {
+	return func(t testing.TB) *tensor.Dense { return Ints(t, v...) }
+}
+
+// Int64sFn returns a TensorFn of the int64 vector v (Int64s).
+func Int64sFn(v ...int64) TensorFn {
+	return func(t testing.TB) *tensor.Dense { return Int64s(t, v...) }
+}
+
+// Seq returns a function building the tensors of fs, in order.
+func Seq(fs ...TensorFn) func(t testing.TB) []*tensor.Dense {
+	return func(t testing.TB) []*tensor.Dense {
+		out := make([]*tensor.Dense, len(fs))
+		for i, f := range fs {
+			out[i] = f(t)
+		}
+		return out
+	}
+}
+
+// ArangeFloat64s returns a float64 tensor of the given shape holding 1, 2, 3, ...
+// (Arange).
+func ArangeFloat64s(t testing.TB, shape ...int) *tensor.Dense {
+	t.Helper()
+	return Dense(t, tensor.Float64, shape, Arange(Numel(shape)))
+}
