@@ -3,7 +3,7 @@
 // verify the gradient of a custom op or of any function built from ops:
 //
 //	f := func(t *autodiff.Tape, in []autodiff.Value) []autodiff.Value {
-//		return t.Apply("myproject.Swish", nil, in[0])
+//		return []autodiff.Value{myproject.Swish(in[0], 1)} // see examples/customop
 //	}
 //	if err := gradcheck.Check(f, []*tensor.Dense{x}, gradcheck.Options{}); err != nil {
 //		t.Fatal(err)
