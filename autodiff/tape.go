@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"sync/atomic"
 
 	"gorgonia.org/tensor"
 
@@ -90,7 +91,10 @@ type node struct {
 	out0, nout int32
 }
 
-var tapeGen uint32
+// tapeGen numbers tapes (the high bits of their generation), so that a
+// Value from one tape is never taken for one of another. NewTape may run in
+// several goroutines at once, hence atomic.
+var tapeGen atomic.Uint32
 
 // NewTape returns an empty tape.
 func NewTape(opts ...Option) *Tape {
@@ -102,8 +106,7 @@ func NewTape(opts ...Option) *Tape {
 		t.threads = runtime.GOMAXPROCS(0)
 	}
 	t.rng = rand.New(rand.NewSource(t.seed))
-	tapeGen++
-	t.gen = tapeGen << 16
+	t.gen = tapeGen.Add(1) << 16
 	t.params = map[*Param]int32{}
 	t.kc = registry.KernelCtx{Alloc: &t.arena, Threads: t.threads, Rand: t.rng}
 	return t
