@@ -44,7 +44,11 @@ func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.V
 	def, err := registry.Lookup(op)
 	if err != nil {
 		t.fail(op, -1, phase, err)
-		return []registry.Value{t.poison()}
+		res := t.ifaces(unknownOpOutputs())
+		for i := range res {
+			res[i] = t.box(t.poison())
+		}
+		return res
 	}
 	e.inBuf = e.inBuf[:0]
 	for i, v := range in {

@@ -334,16 +334,37 @@ func (t *Tape) Param(p *Param) Value {
 
 // Apply runs the registered op named op on in and returns its outputs. The
 // op is recorded if any input requires a gradient. On error (recorded on
-// the tape) it returns poisoned values, one per declared output.
+// the tape) it returns poisoned values, one per declared output. If op is
+// not registered, its output count is unknown: Apply then returns
+// UnknownOpOutputs poisoned values (or more, as many as the registered op
+// with the most outputs has), so that indexing the result as the intended
+// op's outputs never panics and every value reports the error.
 func (t *Tape) Apply(op string, attrs any, in ...Value) []Value {
 	def, err := registry.Lookup(op)
 	if err != nil {
-		if t.err == nil {
-			t.fail(op, -1, "forward", err)
+		t.fail(op, -1, "forward", err)
+		out := t.values(unknownOpOutputs())
+		for i := range out {
+			out[i] = t.poison()
 		}
-		return []Value{t.poison()}
+		return out
 	}
 	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
+}
+
+// UnknownOpOutputs is the least number of poisoned values that Apply (and
+// the emitters' Apply) return for an op name that is not registered.
+const UnknownOpOutputs = 8
+
+// unknownOpOutputs returns how many poisoned values to return for an
+// unregistered op: UnknownOpOutputs, or the largest output count of any
+// registered op if that is more. Only the error path calls it.
+func unknownOpOutputs() int {
+	n := UnknownOpOutputs
+	for _, d := range registry.List() {
+		n = max(n, len(d.Outputs))
+	}
+	return n
 }
 
 // applyDef runs def. record permits recording a node (the op is recorded
