@@ -136,7 +136,7 @@ func isFloat(dt tensor.Dtype) bool { return dt == tensor.Float32 || dt == tensor
 // opts.CreateGraph the backward pass is recorded, so the results can be
 // differentiated again; otherwise they are constants.
 func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value, error) {
-	if t.err != nil {
+	if t.failed() {
 		return nil, t.err
 	}
 	if t.noGrad {
@@ -374,7 +374,7 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 // parameter bound to the tape, and adds it into the parameters' Grad. The
 // gradients are added only if the whole pass succeeds.
 func (t *Tape) Backward(target Value) error {
-	if t.err != nil {
+	if t.failed() {
 		return t.err
 	}
 	srcs, ps := t.bwSrcs[:0], t.bwParams[:0]

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/registry"
 )
@@ -87,4 +89,44 @@ func TestApplyUnknownOpAnyIndex(t *testing.T) {
 	if err := tp.Err(); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("tape Err() = %v", err)
 	}
+}
+
+// A zero-value Tape refuses every use with an error naming NewTape and
+// never panics (issue 15 item 8).
+func TestZeroTapeRefuses(t *testing.T) {
+	wantErr := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "NewTape") {
+			t.Fatalf("%s: err = %v, want an error mentioning NewTape", what, err)
+		}
+	}
+	var tp autodiff.Tape
+	c := tp.Constant(vec(t, 1, 2))
+	wantErr("Constant", c.Err())
+	wantErr("Tape.Err", tp.Err())
+	y := tp.Apply("tapetest.Double", nil, c)
+	wantErr("Apply", y[0].Err())
+	wantErr("Backward", tp.Backward(y[0]))
+
+	var tp2 autodiff.Tape
+	p, _ := autodiff.NewParam("w", vec(t, 1))
+	wantErr("Param", tp2.Param(p).Err())
+	var tp3 autodiff.Tape
+	wantErr("Ints", tp3.Ints(1, 2).Err())
+	var tp4 autodiff.Tape
+	wantErr("Scalar", tp4.Scalar(tensor.Float64, 1).Err())
+	var tp5 autodiff.Tape
+	wantErr("Backward", tp5.Backward(autodiff.Value{}))
+	var tp6 autodiff.Tape
+	_, err := tp6.Grad(nil, nil, nil, autodiff.GradOpts{})
+	wantErr("Grad", err)
+	var tp7 autodiff.Tape
+	e := tp7.Emitter()
+	e.Apply("tapetest.Double", nil, e.Scalar(tensor.Float64, 1))
+	wantErr("Emitter", e.Err())
+	var tp8 autodiff.Tape
+	tp8.Reseed(3)
+	tp8.Reset()
+	tp8.Release()
+	wantErr("Watch after Reset", tp8.Watch(vec(t, 1)).Err())
 }

@@ -32,7 +32,9 @@ func NoGrad() Option { return func(t *Tape) { t.noGrad = true } }
 func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
 
 // Tape records the ops applied to its values so that gradients can be
-// computed by replaying it in reverse. A Tape is not safe for concurrent
+// computed by replaying it in reverse. Tapes are made by NewTape; a
+// zero-value Tape refuses every use with an error (its values' Err and
+// Backward report it). A Tape is not safe for concurrent
 // use; separate tapes may run in separate goroutines.
 //
 // Memory: every output, constant and gradient lives in the tape's arena
@@ -121,7 +123,8 @@ func (t *Tape) SetTraining(b bool) { t.training = b }
 // Recording reports whether the tape records ops (false for NoGrad tapes).
 func (t *Tape) Recording() bool { return !t.noGrad }
 
-// Rand returns the tape's seeded random source.
+// Rand returns the tape's seeded random source (nil for a zero Tape, which
+// is unusable: tapes are made by NewTape).
 func (t *Tape) Rand() *rand.Rand { return t.rng }
 
 // Threads returns the kernels' thread budget.
@@ -169,6 +172,16 @@ func (t *Tape) fail(op string, input int, phase string, err error) error {
 	return t.err
 }
 
+// failed reports whether the tape has an error. A zero-value Tape (not made
+// by NewTape) gets one here: it has no kernel context, parameter table or
+// random source, so every use is refused with an error naming NewTape.
+func (t *Tape) failed() bool {
+	if t.err == nil && t.kc.Alloc == nil {
+		t.fail("", -1, "tape", fmt.Errorf("%w: zero Tape: create tapes with autodiff.NewTape", ErrInvalidArgument))
+	}
+	return t.err != nil
+}
+
 func (t *Tape) poison() Value { return Value{t: t, id: -1, gen: t.gen} }
 
 // check resolves v to its record, or returns an error.
@@ -213,7 +226,7 @@ func (t *Tape) ownedCopy(d *tensor.Dense) (*tensor.Dense, error) {
 // Constant puts a copy of d on the tape as a value without gradient.
 // The copy lets a data loader reuse its buffer.
 func (t *Tape) Constant(d *tensor.Dense) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	c, err := t.ownedCopy(d)
@@ -247,7 +260,7 @@ func (t *Tape) Full(dt tensor.Dtype, shape []int, x float64) Value {
 }
 
 func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	d, err := t.arena.Alloc(dt, shape, false)
@@ -287,7 +300,7 @@ func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
 
 // Ints puts a constant int32 vector on the tape (for shape and axis inputs).
 func (t *Tape) Ints(v ...int) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	d, err := t.arena.Alloc(tensor.Int32, []int{len(v)}, false)
@@ -307,7 +320,7 @@ func (t *Tape) Ints(v ...int) Value {
 // summed). The value shares p.Data; changing p after use on this tape and
 // before Backward is detected through p's version and reported.
 func (t *Tape) Param(p *Param) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	if p == nil || p.Data == nil {
@@ -375,7 +388,7 @@ func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool,
 	if out == nil {
 		out = t.values(nout)[:0]
 	}
-	if t.err != nil || !t.run(def, attrs, in, record, phase) {
+	if t.failed() || !t.run(def, attrs, in, record, phase) {
 		for i := 0; i < nout; i++ {
 			out = append(out, t.poison())
 		}
@@ -452,6 +465,10 @@ func (t *Tape) Fail(op string, err error) Value {
 // reuses one tape and must resume bit-identically from a checkpoint
 // reseeds it at known points (e.g. each step from the step number).
 func (t *Tape) Reseed(seed int64) {
+	if t.rng == nil {
+		t.failed() // a zero Tape
+		return
+	}
 	t.seed = seed
 	t.rng.Seed(seed)
 }
