@@ -2,6 +2,8 @@ package autodiff_test
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,4 +131,29 @@ func TestZeroTapeRefuses(t *testing.T) {
 	tp8.Reset()
 	tp8.Release()
 	wantErr("Watch after Reset", tp8.Watch(vec(t, 1)).Err())
+}
+
+// Ints records an error naming the value instead of truncating one that
+// does not fit int32 (issue 15 item 8).
+func TestIntsOverflow(t *testing.T) {
+	if strconv.IntSize == 32 {
+		t.Skip("every int fits int32")
+	}
+	var m int64 = math.MaxInt32
+	for _, bad := range []int{int(m + 1), int(-m - 2)} {
+		tp := autodiff.NewTape()
+		v := tp.Ints(1, bad, 3)
+		err := v.Err()
+		if !errors.Is(err, autodiff.ErrInvalidArgument) || !strings.Contains(err.Error(), strconv.Itoa(bad)) {
+			t.Fatalf("Ints(1, %d, 3): err = %v, want ErrInvalidArgument naming %d", bad, err, bad)
+		}
+		if tp.Err() == nil {
+			t.Fatal("the error is not on the tape")
+		}
+	}
+	tp := autodiff.NewTape()
+	v := tp.Ints(math.MaxInt32, math.MinInt32)
+	if err := v.Err(); err != nil {
+		t.Fatalf("Ints at the int32 limits: %v", err)
+	}
 }

@@ -298,10 +298,18 @@ func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
 	return t.newVal(d, -1, false)
 }
 
-// Ints puts a constant int32 vector on the tape (for shape and axis inputs).
+// Ints puts a constant int32 vector on the tape (for shape and axis
+// inputs). A value that does not fit int32 is an error (ErrInvalidArgument,
+// recorded on the tape), not truncated.
 func (t *Tape) Ints(v ...int) Value {
 	if t.failed() {
 		return t.poison()
+	}
+	for i, x := range v {
+		if x != int(int32(x)) {
+			t.fail("", -1, "tape", fmt.Errorf("%w: Ints: value %d (index %d) does not fit int32", ErrInvalidArgument, x, i))
+			return t.poison()
+		}
 	}
 	d, err := t.arena.Alloc(tensor.Int32, []int{len(v)}, false)
 	if err != nil {
