@@ -391,6 +391,12 @@ func (t *Tape) Backward(target Value) error {
 	if err != nil {
 		return err
 	}
+	// All or nothing: check every parameter before adding into any.
+	for i, g := range grads {
+		if err := ps[i].checkGrad(t.vals[g.id].d); err != nil {
+			return t.fail("", -1, "backward", err)
+		}
+	}
 	for i, g := range grads {
 		if err := ps[i].accumulate(t.vals[g.id].d); err != nil {
 			return t.fail("", -1, "backward", err)

@@ -157,3 +157,22 @@ func TestIntsOverflow(t *testing.T) {
 		t.Fatalf("Ints at the int32 limits: %v", err)
 	}
 }
+
+// Backward adds gradients all or nothing: a parameter whose Grad cannot
+// take its gradient fails the call before any other parameter's Grad is
+// changed (issue 15 item 8).
+func TestBackwardAccumulatesAllOrNothing(t *testing.T) {
+	q, _ := autodiff.NewParam("q", vec(t, 1, 2))
+	p, _ := autodiff.NewParam("p", vec(t, 1, 2))
+	q.Grad = vec(t, 10, 10)
+	p.Grad = vec(t, 0, 0, 0) // wrong shape, set by the user
+	tp := autodiff.NewTape()
+	y := tp.Apply("AddN", nil, tp.Param(q), tp.Param(p))[0]
+	err := tp.Backward(y)
+	if !errors.Is(err, autodiff.ErrShape) || !strings.Contains(err.Error(), `"p"`) {
+		t.Fatalf("Backward = %v, want ErrShape naming p", err)
+	}
+	if got := q.Grad.Float64s(); !eq(got, []float64{10, 10}) {
+		t.Fatalf("q.Grad = %v after a failed Backward, want it untouched [10 10]", got)
+	}
+}
