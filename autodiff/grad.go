@@ -44,7 +44,11 @@ func (e *emitter) Apply(op string, attrs any, in ...registry.Value) []registry.V
 	def, err := registry.Lookup(op)
 	if err != nil {
 		t.fail(op, -1, phase, err)
-		return []registry.Value{t.poison()}
+		res := t.ifaces(unknownOpOutputs())
+		for i := range res {
+			res[i] = t.box(t.poison())
+		}
+		return res
 	}
 	e.inBuf = e.inBuf[:0]
 	for i, v := range in {
@@ -132,7 +136,7 @@ func isFloat(dt tensor.Dtype) bool { return dt == tensor.Float32 || dt == tensor
 // opts.CreateGraph the backward pass is recorded, so the results can be
 // differentiated again; otherwise they are constants.
 func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value, error) {
-	if t.err != nil {
+	if t.failed() {
 		return nil, t.err
 	}
 	if t.noGrad {
@@ -370,7 +374,7 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 // parameter bound to the tape, and adds it into the parameters' Grad. The
 // gradients are added only if the whole pass succeeds.
 func (t *Tape) Backward(target Value) error {
-	if t.err != nil {
+	if t.failed() {
 		return t.err
 	}
 	srcs, ps := t.bwSrcs[:0], t.bwParams[:0]
@@ -386,6 +390,12 @@ func (t *Tape) Backward(target Value) error {
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
 	if err != nil {
 		return err
+	}
+	// All or nothing: check every parameter before adding into any.
+	for i, g := range grads {
+		if err := ps[i].checkGrad(t.vals[g.id].d); err != nil {
+			return t.fail("", -1, "backward", err)
+		}
 	}
 	for i, g := range grads {
 		if err := ps[i].accumulate(t.vals[g.id].d); err != nil {

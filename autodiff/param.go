@@ -57,17 +57,30 @@ func (p *Param) ZeroGrad() {
 	}
 }
 
+// checkGrad reports whether accumulate(g) would fail, without changing p:
+// g must match p.Grad, or p.Data if p has no Grad yet.
+func (p *Param) checkGrad(g *tensor.Dense) error {
+	ref, what := p.Grad, "Grad"
+	if ref == nil {
+		ref, what = p.Data, "Data"
+	}
+	if ref.Dtype() != g.Dtype() || !tensorx.SameShape(ref.Shape(), g.Shape()) {
+		return fmt.Errorf("%w: parameter %q: gradient %v %v does not match %s %v %v", ErrShape, p.Name, g.Dtype(), g.Shape(), what, ref.Dtype(), ref.Shape())
+	}
+	return nil
+}
+
 // accumulate adds g into p.Grad, allocating it on first use.
 func (p *Param) accumulate(g *tensor.Dense) error {
+	if err := p.checkGrad(g); err != nil {
+		return err
+	}
 	if p.Grad == nil {
 		z, err := tensorx.Zeros(p.Data.Dtype(), p.Data.Shape())
 		if err != nil {
 			return err
 		}
 		p.Grad = z
-	}
-	if p.Grad.Dtype() != g.Dtype() || !tensorx.SameShape(p.Grad.Shape(), g.Shape()) {
-		return fmt.Errorf("%w: parameter %q: gradient %v %v does not match Grad %v %v", ErrShape, p.Name, g.Dtype(), g.Shape(), p.Grad.Dtype(), p.Grad.Shape())
 	}
 	switch g.Dtype() {
 	case tensor.Float32:

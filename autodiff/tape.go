@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"sync/atomic"
 
 	"gorgonia.org/tensor"
 
@@ -31,7 +32,9 @@ func NoGrad() Option { return func(t *Tape) { t.noGrad = true } }
 func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
 
 // Tape records the ops applied to its values so that gradients can be
-// computed by replaying it in reverse. A Tape is not safe for concurrent
+// computed by replaying it in reverse. Tapes are made by NewTape; a
+// zero-value Tape refuses every use with an error (its values' Err and
+// Backward report it). A Tape is not safe for concurrent
 // use; separate tapes may run in separate goroutines.
 //
 // Memory: every output, constant and gradient lives in the tape's arena
@@ -90,7 +93,10 @@ type node struct {
 	out0, nout int32
 }
 
-var tapeGen uint32
+// tapeGen numbers tapes (the high bits of their generation), so that a
+// Value from one tape is never taken for one of another. NewTape may run in
+// several goroutines at once, hence atomic.
+var tapeGen atomic.Uint32
 
 // NewTape returns an empty tape.
 func NewTape(opts ...Option) *Tape {
@@ -102,8 +108,7 @@ func NewTape(opts ...Option) *Tape {
 		t.threads = runtime.GOMAXPROCS(0)
 	}
 	t.rng = rand.New(rand.NewSource(t.seed))
-	tapeGen++
-	t.gen = tapeGen << 16
+	t.gen = tapeGen.Add(1) << 16
 	t.params = map[*Param]int32{}
 	t.kc = registry.KernelCtx{Alloc: &t.arena, Threads: t.threads, Rand: t.rng}
 	return t
@@ -118,7 +123,8 @@ func (t *Tape) SetTraining(b bool) { t.training = b }
 // Recording reports whether the tape records ops (false for NoGrad tapes).
 func (t *Tape) Recording() bool { return !t.noGrad }
 
-// Rand returns the tape's seeded random source.
+// Rand returns the tape's seeded random source (nil for a zero Tape, which
+// is unusable: tapes are made by NewTape).
 func (t *Tape) Rand() *rand.Rand { return t.rng }
 
 // Threads returns the kernels' thread budget.
@@ -166,6 +172,16 @@ func (t *Tape) fail(op string, input int, phase string, err error) error {
 	return t.err
 }
 
+// failed reports whether the tape has an error. A zero-value Tape (not made
+// by NewTape) gets one here: it has no kernel context, parameter table or
+// random source, so every use is refused with an error naming NewTape.
+func (t *Tape) failed() bool {
+	if t.err == nil && t.kc.Alloc == nil {
+		t.fail("", -1, "tape", fmt.Errorf("%w: zero Tape: create tapes with autodiff.NewTape", ErrInvalidArgument))
+	}
+	return t.err != nil
+}
+
 func (t *Tape) poison() Value { return Value{t: t, id: -1, gen: t.gen} }
 
 // check resolves v to its record, or returns an error.
@@ -210,7 +226,7 @@ func (t *Tape) ownedCopy(d *tensor.Dense) (*tensor.Dense, error) {
 // Constant puts a copy of d on the tape as a value without gradient.
 // The copy lets a data loader reuse its buffer.
 func (t *Tape) Constant(d *tensor.Dense) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	c, err := t.ownedCopy(d)
@@ -244,7 +260,7 @@ func (t *Tape) Full(dt tensor.Dtype, shape []int, x float64) Value {
 }
 
 func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	d, err := t.arena.Alloc(dt, shape, false)
@@ -282,10 +298,18 @@ func (t *Tape) fill(dt tensor.Dtype, shape []int, x float64) Value {
 	return t.newVal(d, -1, false)
 }
 
-// Ints puts a constant int32 vector on the tape (for shape and axis inputs).
+// Ints puts a constant int32 vector on the tape (for shape and axis
+// inputs). A value that does not fit int32 is an error (ErrInvalidArgument,
+// recorded on the tape), not truncated.
 func (t *Tape) Ints(v ...int) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
+	}
+	for i, x := range v {
+		if x != int(int32(x)) {
+			t.fail("", -1, "tape", fmt.Errorf("%w: Ints: value %d (index %d) does not fit int32", ErrInvalidArgument, x, i))
+			return t.poison()
+		}
 	}
 	d, err := t.arena.Alloc(tensor.Int32, []int{len(v)}, false)
 	if err != nil {
@@ -304,7 +328,7 @@ func (t *Tape) Ints(v ...int) Value {
 // summed). The value shares p.Data; changing p after use on this tape and
 // before Backward is detected through p's version and reported.
 func (t *Tape) Param(p *Param) Value {
-	if t.err != nil {
+	if t.failed() {
 		return t.poison()
 	}
 	if p == nil || p.Data == nil {
@@ -331,16 +355,37 @@ func (t *Tape) Param(p *Param) Value {
 
 // Apply runs the registered op named op on in and returns its outputs. The
 // op is recorded if any input requires a gradient. On error (recorded on
-// the tape) it returns poisoned values, one per declared output.
+// the tape) it returns poisoned values, one per declared output. If op is
+// not registered, its output count is unknown: Apply then returns
+// UnknownOpOutputs poisoned values (or more, as many as the registered op
+// with the most outputs has), so that indexing the result as the intended
+// op's outputs never panics and every value reports the error.
 func (t *Tape) Apply(op string, attrs any, in ...Value) []Value {
 	def, err := registry.Lookup(op)
 	if err != nil {
-		if t.err == nil {
-			t.fail(op, -1, "forward", err)
+		t.fail(op, -1, "forward", err)
+		out := t.values(unknownOpOutputs())
+		for i := range out {
+			out[i] = t.poison()
 		}
-		return []Value{t.poison()}
+		return out
 	}
 	return t.applyDef(def, attrs, in, !t.noGrad, "forward", nil)
+}
+
+// UnknownOpOutputs is the least number of poisoned values that Apply (and
+// the emitters' Apply) return for an op name that is not registered.
+const UnknownOpOutputs = 8
+
+// unknownOpOutputs returns how many poisoned values to return for an
+// unregistered op: UnknownOpOutputs, or the largest output count of any
+// registered op if that is more. Only the error path calls it.
+func unknownOpOutputs() int {
+	n := UnknownOpOutputs
+	for _, d := range registry.List() {
+		n = max(n, len(d.Outputs))
+	}
+	return n
 }
 
 // applyDef runs def. record permits recording a node (the op is recorded
@@ -351,7 +396,7 @@ func (t *Tape) applyDef(def *registry.OpDef, attrs any, in []Value, record bool,
 	if out == nil {
 		out = t.values(nout)[:0]
 	}
-	if t.err != nil || !t.run(def, attrs, in, record, phase) {
+	if t.failed() || !t.run(def, attrs, in, record, phase) {
 		for i := 0; i < nout; i++ {
 			out = append(out, t.poison())
 		}
@@ -428,6 +473,10 @@ func (t *Tape) Fail(op string, err error) Value {
 // reuses one tape and must resume bit-identically from a checkpoint
 // reseeds it at known points (e.g. each step from the step number).
 func (t *Tape) Reseed(seed int64) {
+	if t.rng == nil {
+		t.failed() // a zero Tape
+		return
+	}
 	t.seed = seed
 	t.rng.Seed(seed)
 }

@@ -307,6 +307,9 @@ func restore(m map[string]string, l *data.Loader) (int, []epochStats, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("checkpoint metadata: epochs: %w", err)
 	}
+	if epochs < 0 {
+		return 0, nil, fmt.Errorf("checkpoint metadata: epochs %d is negative", epochs)
+	}
 	var st data.LoaderState
 	if st.Seed, err = strconv.ParseUint(m["loader.seed"], 10, 64); err != nil {
 		return 0, nil, fmt.Errorf("checkpoint metadata: loader.seed: %w", err)
@@ -323,6 +326,12 @@ func restore(m map[string]string, l *data.Loader) (int, []epochStats, error) {
 	n, err := strconv.Atoi(m["history.count"])
 	if err != nil {
 		return 0, nil, fmt.Errorf("checkpoint metadata: history.count: %w", err)
+	}
+	// One line per completed epoch, each its own metadata entry: a count
+	// beyond either comes from a corrupt or crafted file, and must not size
+	// an allocation.
+	if n < 0 || n > epochs || n > len(m) {
+		return 0, nil, fmt.Errorf("checkpoint metadata: history.count %d out of range (epochs %d, %d metadata entries)", n, epochs, len(m))
 	}
 	h := make([]epochStats, n)
 	for i := range h {
