@@ -276,8 +276,12 @@ func Check() error {
 }
 
 // Run checks the inputs and attrs against the op's definition, runs the
-// kernel for the inputs' dtype and checks its outputs. Inputs must be
-// contiguous. A kernel panic is turned into an ErrInternal error. The
+// kernel for the inputs' dtype and checks its outputs. An input that is a
+// gorgonia view (sliced, lazily transposed: IsMaterializable or
+// RequiresIterator) is first copied into a contiguous tensor, so kernels
+// always see row-major data; the caller's tensors are not changed. A
+// masked input is refused with an ErrInvalidArgument error naming the op
+// and the input. A kernel panic is turned into an ErrInternal error. The
 // returned slice is the caller's.
 func Run(d *OpDef, kc *KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	a, err := d.NormalizeAttrs(attrs)
@@ -303,6 +307,10 @@ func run(d *OpDef, kc *KernelCtx, a any, in []*tensor.Dense) (out []*tensor.Dens
 		if t == nil {
 			return nil, Errorf(ErrInvalidArgument, "%s: input %d is nil", d.Name, i)
 		}
+	}
+	in, err = contiguousInputs(d, in)
+	if err != nil {
+		return nil, err
 	}
 	var dt tensor.Dtype
 	if len(in) > 0 {
@@ -372,4 +380,73 @@ func (d *OpDef) Describe() string {
 // KernelCtx.Results), valid until the next kernel runs on kc.
 func RunNormalized(d *OpDef, kc *KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	return run(d, kc, attrs, in)
+}
+
+// contiguousInputs returns in itself when every input is laid out row-major
+// in its own backing array, as kernels require, and otherwise a new slice
+// in which each view (sliced or lazily transposed *tensor.Dense) is
+// replaced by a contiguous copy. Masked inputs are refused: kernels ignore
+// masks. (The tape copies outside tensors when they enter it, so on the
+// tape's path this is a check only; registry may not import
+// internal/tensorx, hence this small copy of its Contiguous.)
+func contiguousInputs(d *OpDef, in []*tensor.Dense) ([]*tensor.Dense, error) {
+	var cp []*tensor.Dense
+	for i, t := range in {
+		if !needsCopy(t) {
+			continue
+		}
+		if len(t.Mask()) > 0 {
+			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a masked tensor; masks are not supported", d.Name, i, d.inputName(i))
+		}
+		c, err := materialize(t)
+		if err != nil {
+			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a non-contiguous view that cannot be copied: %v", d.Name, i, d.inputName(i), err)
+		}
+		if cp == nil {
+			cp = append([]*tensor.Dense(nil), in...)
+		}
+		cp[i] = c
+	}
+	if cp == nil {
+		return in, nil
+	}
+	return cp, nil
+}
+
+// needsCopy reports whether kernels cannot read t's backing array as its
+// row-major data: a view (sliced or lazily transposed), a masked tensor or
+// a non-contiguous data order. (gorgonia's RequiresIterator also holds for
+// every tensor with an empty backing array, which has nothing to read.)
+func needsCopy(t *tensor.Dense) bool {
+	if t.IsMaterializable() || len(t.Mask()) > 0 {
+		return true
+	}
+	return t.DataSize() > 0 && t.RequiresIterator()
+}
+
+// materialize copies the view t into a new contiguous *tensor.Dense,
+// turning a gorgonia panic into an error.
+func materialize(t *tensor.Dense) (c *tensor.Dense, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	m, ok := t.Materialize().(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("materialised as %T", t.Materialize())
+	}
+	if needsCopy(m) {
+		return nil, fmt.Errorf("still a view after copying")
+	}
+	return m, nil
+}
+
+// inputName returns the name of input i (the variadic last input names all
+// the trailing inputs).
+func (d *OpDef) inputName(i int) string {
+	if len(d.Inputs) == 0 {
+		return "?"
+	}
+	return d.Inputs[min(i, len(d.Inputs)-1)].Name
 }
