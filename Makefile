@@ -1,16 +1,20 @@
-# tapegrad — developer entry points. `make test` is what CI runs.
+# tapegrad — developer entry points. `make test` is the quick developer
+# check; `make ci` (what CI runs, via .ci/run) adds -race, noasm and fuzzing.
 GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
 GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 FUZZTIME ?= 20s
 
-.PHONY: all test vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
+.PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
 
 all: test
 
 help:
 	@echo "make test        vet, gofmt check, generated files current, unit tests, gradient sweep (-quick), golden cases"
+	@echo "make ci          what CI runs: make test, then make race, make noasm and make fuzz FUZZTIME=$(CI_FUZZTIME)"
+	@echo "make race        go test -race on the packages with goroutines or shared state ($(RACE_PKGS))"
+	@echo "make noasm       go test -tags noasm on the kernel packages and forward, backward (portable Go only)"
 	@echo "make gradcheck   full gradient sweep over every registered op"
 	@echo "make conformance golden cases of the implemented op families"
 	@echo "make bench       workload benchmarks (cmd/bench)"
@@ -22,6 +26,21 @@ help:
 	@echo "make train-compare  same-run epoch times of the example and its PyTorch twin (TRAIN_THREADS=2, EPOCHS_CMP=1, ROUNDS=2)"
 
 test: vet fmt-check gen-check unit gradcheck-quick conformance
+
+# CI: the quick check, then the data-race detector, the portable (noasm)
+# kernels, and every fuzz target for a short fixed time (each finding is
+# written to testdata/fuzz/ and fails the run; nothing is written otherwise).
+CI_FUZZTIME ?= 10s
+ci: test race noasm
+	$(MAKE) fuzz FUZZTIME=$(CI_FUZZTIME)
+
+RACE_PKGS ?= ./autodiff/ ./registry/ ./internal/parallel/ ./internal/gemm/ ./nn/ ./optim/
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+NOASM_PKGS ?= ./internal/... ./forward/ ./backward/
+noasm:
+	$(GO) test -count=1 -tags noasm $(NOASM_PKGS)
 
 vet:
 	$(GO) vet ./...
@@ -54,11 +73,21 @@ conformance:
 bench:
 	$(GO) run ./cmd/bench
 
-fuzz:
-	$(GO) test ./autodiff/ -run '^$$' -fuzz FuzzTapeOps -fuzztime $(FUZZTIME)
-	$(GO) test ./registry/ -run '^$$' -fuzz FuzzParseAttrs -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/safetensors/ -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	$(GO) test ./backward/ -run '^$$' -fuzz FuzzConv2D -fuzztime $(FUZZTIME)
+# Every Fuzz function of the module, as package:Function (fuzz-check
+# fails when one is missing here).
+FUZZ_TARGETS ?= autodiff:FuzzTapeOps registry:FuzzParseAttrs internal/safetensors:FuzzRead backward:FuzzConv2D
+
+fuzz-check:
+	@missing=$$(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | while read f; do \
+		d=$$(dirname $$f | sed 's|^\./||'); \
+		for fn in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' $$f); do \
+			case " $(FUZZ_TARGETS) " in *" $$d:$$fn "*) ;; *) echo "$$d:$$fn";; esac; done; done); \
+	if [ -n "$$missing" ]; then echo "fuzz targets missing from FUZZ_TARGETS in the Makefile:"; echo "$$missing"; exit 1; fi
+
+fuzz: fuzz-check
+	@for t in $(FUZZ_TARGETS); do \
+		echo "$(GO) test ./$${t%%:*}/ -run '^$$' -fuzz '^$${t##*:}$$' -fuzztime $(FUZZTIME)"; \
+		$(GO) test ./$${t%%:*}/ -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 OUT ?= out
 EPOCHS ?= 20

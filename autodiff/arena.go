@@ -1,26 +1,31 @@
 package autodiff
 
 import (
-	"flag"
 	"math"
+	"os"
+	"strconv"
 	"sync"
-	"testing"
 
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
 
-// poisoning reports whether the arena fills every buffer it hands out
-// dirty with NaN (floats) or a sentinel (integers): inside test binaries,
-// so kernels that only work on fresh, zeroed memory fail their tests, but
-// not when benchmarks run (-test.bench), whose timings it would distort.
+// PoisonEnv is the environment variable that switches on buffer poisoning,
+// a debug option: with TAPEGRAD_POISON=1 (any value strconv.ParseBool
+// reads as true), every buffer a tape's arena hands out without zeroing is
+// first filled with NaN (floats) or a sentinel (integers), so a kernel that
+// reads an output it has not written, or relies on fresh zeroed memory,
+// gives visibly wrong results instead of results that depend on what the
+// buffer held before. It costs a pass over every such buffer; off by
+// default. The variable is read once, when a tape first allocates.
+const PoisonEnv = "TAPEGRAD_POISON"
+
+// poisoning reports whether the arena poisons the buffers it hands out
+// dirty (see PoisonEnv).
 func poisoning() bool {
 	poisonOnce.Do(func() {
-		poisonOn = testing.Testing()
-		if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
-			poisonOn = false
-		}
+		poisonOn, _ = strconv.ParseBool(os.Getenv(PoisonEnv))
 	})
 	return poisonOn
 }

@@ -13,6 +13,21 @@
 // *OpError naming the op, the input, the phase and the caller's file:line)
 // makes later ops no-ops, and is returned by Backward, Grad, Err and every
 // read of data.
+//
+// # Debugging: poisoned buffers
+//
+// A tape recycles its buffers between steps. With the environment variable
+// TAPEGRAD_POISON=1 (PoisonEnv; read once, when a tape first allocates),
+// every buffer handed to a kernel without zeroing is first filled with NaN
+// (floats) or a sentinel (integers), so a kernel, yours or ours, that reads
+// output it has not written gives NaN instead of stale values. Off by
+// default (it costs a pass over each such buffer); tapegrad's own tests
+// switch it on, and a custom op's tests can too, in TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		os.Setenv(autodiff.PoisonEnv, "1")
+//		os.Exit(m.Run())
+//	}
 package autodiff
 
 import _ "github.com/tapegrad/tapegrad/backward" // registers every standard gradient
