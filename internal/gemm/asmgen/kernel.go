@@ -349,8 +349,5 @@ func kernelRows(g *gen, s kernelShape) {
 	g.shlSize(reg.RDX)
 	bad := g.arg("bad")
 	s.store(g, func() { g.MOVB(imm(0), bad) })
-	g.Label("bad")
-	g.MOVB(imm(1), bad)
-	g.VZEROUPPER()
-	g.RET()
+	g.badExit(bad)
 }

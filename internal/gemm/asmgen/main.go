@@ -123,6 +123,23 @@ func (g *gen) goType() string {
 	return "float64"
 }
 
+// suffix is the element type's name suffix: "F32" or "F64".
+func (g *gen) suffix() string {
+	if g.size == 8 {
+		return "F64"
+	}
+	return "F32"
+}
+
+// badExit emits the "bad" label of a routine that reports bad input: it
+// sets bad to true and returns.
+func (g *gen) badExit(bad operand.Mem) {
+	g.Label("bad")
+	g.MOVB(imm(1), bad)
+	g.VZEROUPPER()
+	g.RET()
+}
+
 // prefix is the BLAS type letter: "s" or "d".
 func (g *gen) prefix() string {
 	if g.size == 4 {

@@ -266,10 +266,7 @@ func packAT6NF64(g *gen) {
 // r from a[offs[r]+delta] or zeros, into consecutive rows of dst.
 func gatherRows(g *gen, nv int) {
 	w := nv * g.isa.bytes
-	suffix := "F32"
-	if g.size == 8 {
-		suffix = "F64"
-	}
+	suffix := g.suffix()
 	t := g.goType()
 	name := fmt.Sprintf("gatherRows%d%s", w, suffix)
 	g.fn(name, fmt.Sprintf("func(dst, a, zero *%s, offs *int, n, delta, limit int) (bad bool)", t),
@@ -308,10 +305,7 @@ func gatherRows(g *gen, nv int) {
 	g.MOVB(imm(0), bad)
 	g.VZEROUPPER()
 	g.RET()
-	g.Label("bad")
-	g.MOVB(imm(1), bad)
-	g.VZEROUPPER()
-	g.RET()
+	g.badExit(bad)
 }
 
 // gatherSegs writes gatherSegs<C>F32/F64: n rows of chunks chunks of C =
@@ -319,10 +313,7 @@ func gatherRows(g *gen, nv int) {
 // micro-panel whose columns span several whole segments of a Rows B.
 func gatherSegs(g *gen) {
 	w := g.isa.bytes
-	suffix := "F32"
-	if g.size == 8 {
-		suffix = "F64"
-	}
+	suffix := g.suffix()
 	t := g.goType()
 	name := fmt.Sprintf("gatherSegs%d%s", w, suffix)
 	g.fn(name, fmt.Sprintf("func(dst, a, zero *%s, offs *int, ldo, n, chunks, limit int) (bad bool)", t),
@@ -363,8 +354,5 @@ func gatherSegs(g *gen) {
 	g.MOVB(imm(0), bad)
 	g.VZEROUPPER()
 	g.RET()
-	g.Label("bad")
-	g.MOVB(imm(1), bad)
-	g.VZEROUPPER()
-	g.RET()
+	g.badExit(bad)
 }
