@@ -68,9 +68,9 @@ func forwardInt32Rows(out, x, f []int32, g *Geom, lo, hi int) {
 				for grp := 0; grp < g.G; grp++ {
 					og := o[grp*g.OG:][:g.OG]
 					for k, xv := range xrow[grp*g.CF:][:g.CF] {
-						fr := ft[k*g.O+grp*g.OG:][:g.OG]
-						for n, fv := range fr {
-							og[n] += xv * fv
+						fr := ft[k*g.O+grp*g.OG:][:len(og)]
+						for n := range og {
+							og[n] += xv * fr[n]
 						}
 					}
 				}
@@ -129,7 +129,7 @@ func backpropInputInt32Rows(dx, f, dy []int32, g *Geom, lo, hi int) {
 					dyg := dyrow[grp*g.OG:][:g.OG]
 					dg := d[grp*g.CF:][:g.CF]
 					for k := range dg {
-						fr := ft[k*g.O+grp*g.OG:][:g.OG]
+						fr := ft[k*g.O+grp*g.OG:][:len(dyg)]
 						var s int32
 						for n, v := range dyg {
 							s += v * fr[n]
