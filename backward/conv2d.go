@@ -76,7 +76,7 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	if err != nil {
 		return nil, err
 	}
-	out, od, g, done, err := conv2DBackpropInputPrep[T](kc, op, win, in)
+	out, od, g, done, err := conv2DBackpropInputPrep[T](kc, op, win, in, false)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +92,9 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 // conv2DBackpropInputPrep checks Conv2DBackpropInput's inputs against the
 // window, allocates its output out (data od) and computes the geometry
 // g, unless the output is already complete (done): empty, or all zeros
-// for an empty out_backprop.
-func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, win forward.Conv2DWindow, in []*tensor.Dense) (out *tensor.Dense, od []T, g forward.Conv2DGeometry, done bool, err error) {
+// for an empty out_backprop. With geomFirst the geometry is computed (and
+// checked) before those early returns, as TensorFlow's CPU kernel does.
+func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, win forward.Conv2DWindow, in []*tensor.Dense, geomFirst bool) (out *tensor.Dense, od []T, g forward.Conv2DGeometry, done bool, err error) {
 	sizes, f, dy := in[0], in[1], in[2]
 	if dy.Dtype() != f.Dtype() {
 		return nil, nil, g, false, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
@@ -132,6 +133,11 @@ func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, 
 	if err := win.CheckDims(op, "Input", xs); err != nil {
 		return nil, nil, g, false, err
 	}
+	if geomFirst {
+		if g, err = win.BackpropGeometry(op, xs, f.Shape(), dy.Shape()); err != nil {
+			return nil, nil, g, false, err
+		}
+	}
 	if out, err = forward.Conv2DOutput(kc, op, f.Dtype(), xs); err != nil {
 		return nil, nil, g, false, err
 	}
@@ -143,8 +149,10 @@ func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, 
 		clear(od)
 		return out, od, g, true, nil
 	}
-	if g, err = win.BackpropGeometry(op, xs, f.Shape(), dy.Shape()); err != nil {
-		return nil, nil, g, false, err
+	if !geomFirst {
+		if g, err = win.BackpropGeometry(op, xs, f.Shape(), dy.Shape()); err != nil {
+			return nil, nil, g, false, err
+		}
 	}
 	return out, od, g, false, nil
 }

@@ -37,15 +37,18 @@ func conv2DBackpropInputInt32Kernel(kc *registry.KernelCtx, attrs any, in []*ten
 	if _, ah, aw, _ := win.Axes(); a.Dilations[ah] != 1 || a.Dilations[aw] != 1 {
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Current libxsmm and customized CPU implementations do not yet support dilation rates larger than 1 (TensorFlow's int32 kernels; dilations are %v)", op, a.Dilations)
 	}
-	out, od, g, done, err := conv2DBackpropInputPrep[int32](kc, op, win, in)
+	// The shapes are reconciled before the empty-tensor returns, and a
+	// grouped problem is refused even when empty, as TensorFlow's CPU
+	// kernel does.
+	out, od, g, done, err := conv2DBackpropInputPrep[int32](kc, op, win, in, true)
 	if err != nil {
 		return nil, err
 	}
+	if g.C != g.CF {
+		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Gradients for grouped convolutions are not supported on CPU. Please file a feature request if you run into this issue. Computed input depth %d doesn't match filter input depth %d (TensorFlow's int32 kernels)", op, g.C, g.CF)
+	}
 	if done {
 		return kc.Results(out), nil
-	}
-	if g.G != 1 {
-		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Gradients for grouped convolutions are not supported on CPU. Please file a feature request if you run into this issue. Computed input depth %d doesn't match filter input depth %d (TensorFlow's int32 kernels)", op, g.C, g.CF)
 	}
 	conv.BackpropInputInt32(od, tensorx.MustSlice[int32](in[1]), tensorx.MustSlice[int32](in[2]), &g.Geom, kc.NumThreads())
 	return kc.Results(out), nil

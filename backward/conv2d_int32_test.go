@@ -1,6 +1,7 @@
 package backward_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -170,5 +171,127 @@ func TestConv2DInt32Refusals(t *testing.T) {
 	} {
 		_, err := registrytest.Run(t, c.op, c.attrs, 1, c.in...)
 		testutil.WantErr(t, err, c.kind, c.substr, c.op)
+	}
+}
+
+// TestConv2DInt32MatchesFloat64 runs Conv2D and Conv2DBackpropInput on
+// random, partly invalid problems (both layouts, dilations, groups,
+// mismatched depths, empty tensors, both input_sizes forms) in int32 and
+// in float64 with the same small integer values. Where the int32 kernels
+// follow TensorFlow's int32 refusals (NCHW; for the input gradient also
+// dilations and groups) the int32 call must fail with an error naming the
+// op; everywhere else both calls must fail alike or return the same
+// numbers, so the int32 paths share every check of the float ones (the
+// int32 input gradient checks the shapes even when its output or
+// out_backprop is empty, as TensorFlow's CPU kernel does, where the float
+// path returns early).
+func TestConv2DInt32MatchesFloat64(t *testing.T) {
+	r := rand.New(rand.NewSource(99))
+	iters := 400
+	if testutil.Long() {
+		iters = 4000
+	}
+	agreed, refused := 0, 0
+	for it := range iters {
+		backprop := it%2 == 1
+		format := []string{"NHWC", "NHWC", "NCHW"}[r.Intn(3)]
+		padding := []string{"VALID", "SAME", "EXPLICIT"}[r.Intn(3)]
+		var pads [4]int
+		if padding == "EXPLICIT" {
+			pads = [4]int{r.Intn(3), r.Intn(3), r.Intn(3), r.Intn(3)}
+		}
+		sh, sw, dh, dw := 1+r.Intn(3), 1+r.Intn(3), 1+r.Intn(2), 1+r.Intn(2)
+		if r.Intn(2) == 0 {
+			dh, dw = 1, 1
+		}
+		strides, dilations, explicit := testutil.ConvWindow(format, sh, sw, dh, dw, padding, pads)
+		attrs := forward.Conv2DAttrs{Strides: strides, Dilations: dilations, Padding: padding, ExplicitPaddings: explicit, DataFormat: format}
+		n, h, w := r.Intn(3), r.Intn(6), r.Intn(6)
+		cf := 1 + r.Intn(3)
+		c := cf * (1 + r.Intn(2))
+		if r.Intn(8) == 0 {
+			c++ // not a multiple of the filter depth
+		}
+		o := (c / cf) * (1 + r.Intn(2))
+		if r.Intn(8) == 0 {
+			o++ // not a multiple of the groups
+		}
+		fs := []int{1 + r.Intn(3), 1 + r.Intn(3), cf, o}
+		image := func(nn, hh, ww, cc int) []int {
+			if format == "NCHW" {
+				return []int{nn, cc, hh, ww}
+			}
+			return []int{nn, hh, ww, cc}
+		}
+		xs := image(n, h, w, c)
+		// out_backprop: the forward output size, or a wrong one at times.
+		oh, _, _, _ := testutil.NaiveAxis(h, fs[0], sh, dh, padding, pads[0], pads[1])
+		ow, _, _, _ := testutil.NaiveAxis(w, fs[1], sw, dw, padding, pads[2], pads[3])
+		if r.Intn(8) == 0 {
+			oh++
+		}
+		ys := image(n, max(oh, 0), max(ow, 0), o)
+		vals := func(s []int) []int32 { return randInt32s(r, testutil.Numel(s), false) }
+		var op string
+		var ints []*tensor.Dense
+		var floats []*tensor.Dense
+		both := func(s []int) {
+			v := vals(s)
+			ints = append(ints, testutil.New(t, s, v))
+			floats = append(floats, testutil.New(t, s, testutil.Convert[float64](v)))
+		}
+		if !backprop {
+			op = "Conv2D"
+			both(xs)
+			both(fs)
+		} else {
+			op = "Conv2DBackpropInput"
+			sizes := testutil.Ints(t, xs...)
+			if r.Intn(4) == 0 {
+				sizes = testutil.Ints(t, h, w)
+				c = cf // the [H, W] form takes the filter's depth
+			}
+			ints, floats = append(ints, sizes), append(floats, sizes)
+			both(fs)
+			both(ys)
+		}
+		outF, errF := registrytest.Run(t, op, attrs, 1, floats...)
+		outI, errI := registrytest.Run(t, op, attrs, 1, ints...)
+		name := fmt.Sprintf("#%d %s %+v x%v f%v y%v", it, op, attrs, xs, fs, ys)
+		int32Refuses := format == "NCHW" || (backprop && (dh > 1 || dw > 1 || (errF == nil && c != cf)))
+		name += fmt.Sprintf(" c=%d", c)
+		if !backprop && format == "NCHW" && errF == nil && (testutil.Numel(outF[0].Shape()) == 0 || testutil.Numel(xs) == 0) {
+			int32Refuses = false // empty results return before the format check
+		}
+		switch {
+		case int32Refuses && errI != nil:
+			if !errors.Is(errI, registry.ErrInvalidArgument) && !errors.Is(errI, registry.ErrUnimplemented) && !errors.Is(errI, registry.ErrShape) {
+				t.Fatalf("%s: int32 refusal %v is not an invalid-argument, unimplemented or shape error", name, errI)
+			}
+			refused++
+		case int32Refuses:
+			t.Fatalf("%s: int32 call succeeded; TensorFlow's int32 kernels refuse it", name)
+		case backprop && errF == nil && errI != nil && (testutil.Numel(ys) == 0 || testutil.Numel(outF[0].Shape()) == 0):
+			// The int32 input gradient reconciles the shapes before its
+			// empty-tensor returns, as TensorFlow's CPU kernel does; the
+			// float path returns an empty output, or zeros for an empty
+			// out_backprop, first.
+			if !errors.Is(errI, registry.ErrShape) && !errors.Is(errI, registry.ErrInvalidArgument) {
+				t.Fatalf("%s: int32 error %v is not a shape or invalid-argument error", name, errI)
+			}
+			refused++
+		case (errF == nil) != (errI == nil):
+			t.Fatalf("%s: float64 error %v, int32 error %v", name, errF, errI)
+		case errF == nil:
+			want := tensorx.MustSlice[float64](outF[0])
+			got := tensorx.MustSlice[int32](outI[0])
+			if !slices.Equal(outI[0].Shape(), outF[0].Shape()) || !slices.Equal(testutil.Convert[float64](got), want) {
+				t.Fatalf("%s: int32 %v %v, float64 %v %v", name, outI[0].Shape(), got, outF[0].Shape(), want)
+			}
+			agreed++
+		}
+	}
+	if agreed < iters/4 || refused < iters/20 {
+		t.Fatalf("%d agreeing and %d refused calls of %d: the generator is off", agreed, refused, iters)
 	}
 }
