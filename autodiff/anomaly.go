@@ -290,14 +290,12 @@ func (a *anomaly) scan(d *tensor.Dense) uint8 {
 // countNonFinite reports whether every element of s is finite, and if not
 // counts the non-finite ones.
 func countNonFinite[T float32 | float64](s []T) (c nonFiniteCt, ok bool) {
-	i := 0
-	for ; i < len(s); i++ {
-		if v := s[i]; v-v != 0 { // NaN or ±Inf
-			break
-		}
-	}
-	if i == len(s) {
+	if allFinite(s) {
 		return c, true
+	}
+	i := 0
+	for s[i]-s[i] == 0 {
+		i++
 	}
 	c.first = i
 	for ; i < len(s); i++ {
@@ -318,4 +316,24 @@ func countNonFinite[T float32 | float64](s []T) (c nonFiniteCt, ok bool) {
 func (a *anomaly) at(t *Tape, ni int32) {
 	a.sync(t)
 	a.cur = ni
+}
+
+// allFinite reports whether every element of s is finite: x-x is 0 for a
+// finite x and NaN for NaN and ±Inf, and a sum of such terms is 0 only if
+// all are. Four sums, no branch per element: about twice as fast as a
+// test per element.
+func allFinite[T float32 | float64](s []T) bool {
+	var a0, a1, a2, a3 T
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a0 += q[0] - q[0]
+		a1 += q[1] - q[1]
+		a2 += q[2] - q[2]
+		a3 += q[3] - q[3]
+	}
+	for ; i < len(s); i++ {
+		a0 += s[i] - s[i]
+	}
+	return a0+a1+a2+a3 == 0
 }
