@@ -57,6 +57,7 @@ type Tape struct {
 	ids    []int32
 	params map[*Param]int32
 	err    error
+	anom   *anomaly // anomaly detection state, nil when off (anomaly.go)
 	arena  arena
 	kc     registry.KernelCtx
 	inBuf  []*tensor.Dense
@@ -451,6 +452,9 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	}
 	for _, d := range outs {
 		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req})
+	}
+	if t.anom != nil {
+		return t.anom.check(t, def, in, len(outs), nodeIdx, phase)
 	}
 	return true
 }
