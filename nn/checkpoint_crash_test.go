@@ -1,3 +1,5 @@
+//go:build unix
+
 package nn
 
 import (
@@ -21,7 +23,7 @@ import (
 // processes (this test binary, re-executed with ckptChildEnv set: init
 // below runs the child's part instead of the tests), so that the child can
 // be killed in the middle of a write, or be given a file-size limit or
-// another user's permissions.
+// another user's permissions. (Unix only: resource limits, credentials.)
 
 const (
 	ckptChildEnv = "TAPEGRAD_CKPT_CHILD" // the child's job: "loop", "save"
