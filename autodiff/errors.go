@@ -81,7 +81,16 @@ var internalPrefixes = []string{
 func callerLoc() string {
 	var pcs [32]uintptr
 	n := runtime.Callers(2, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
+	return pcLoc(pcs[:n])
+}
+
+// pcLoc returns the file:line of the first frame of the call stack pcs
+// (from runtime.Callers) outside tapegrad's library packages, or "".
+func pcLoc(pcs []uintptr) string {
+	if len(pcs) == 0 {
+		return ""
+	}
+	frames := runtime.CallersFrames(pcs)
 	for {
 		f, more := frames.Next()
 		internal := false

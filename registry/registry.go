@@ -323,7 +323,7 @@ func run(d *OpDef, kc *KernelCtx, a any, in []*tensor.Dense) (out []*tensor.Dens
 				k = only
 			}
 		} else {
-			return nil, Errorf(ErrDtype, "%s: no kernel for dtype %v (supported: %v)", d.Name, dt, d.Dtypes())
+			return nil, InputErrorf(ErrDtype, d.TypeInput, "%s: no kernel for dtype %v (supported: %v)", d.Name, dt, d.Dtypes())
 		}
 	}
 	defer func() {

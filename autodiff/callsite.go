@@ -1,0 +1,77 @@
+package autodiff
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Call sites of recorded ops. Every op the tape records keeps the call
+// stack it was applied from (program counters only: symbolising them costs
+// far more, and is done only when an error needs the file:line), so an
+// error raised later, in the op's gradient function, can name the user's
+// line that applied the op, not only the line that called Backward.
+
+// callSiteDepth bounds the frames kept per recorded op: enough to get from
+// the tape through the typed op functions and nested layers to the user's
+// code in the usual case. If the user's frame is deeper, the error has no
+// location.
+const callSiteDepth = 16
+
+// recordCallSite appends the current call stack (from run's caller on) to
+// t.pcs and returns where it starts and how many frames it has. t.pcs is
+// emptied when a recording starts (Reset empties the nodes), so a tape in
+// steady state reuses the same memory.
+func (t *Tape) recordCallSite() (start, n int32) {
+	if len(t.nodes) == 0 {
+		t.pcs = t.pcs[:0]
+	}
+	var buf [callSiteDepth]uintptr
+	k := runtime.Callers(3, buf[:]) // skip Callers, recordCallSite, run
+	start = int32(len(t.pcs))
+	t.pcs = append(t.pcs, buf[:k]...)
+	return start, int32(k)
+}
+
+// nodeLoc returns the file:line of the user code that applied recorded
+// node ni, or "" if it cannot be told.
+func (t *Tape) nodeLoc(ni int) string {
+	if ni < 0 || ni >= len(t.nodes) {
+		return ""
+	}
+	nd := &t.nodes[ni]
+	if nd.npc == 0 || int(nd.pc0+nd.npc) > len(t.pcs) {
+		return ""
+	}
+	return pcLoc(t.pcs[nd.pc0 : nd.pc0+nd.npc])
+}
+
+// gradError is the error of the backward pass through node ni: an OpError
+// for the node's op and the given input (or -1), located at the forward
+// call site of the op.
+func (t *Tape) gradError(ni, input int, err error) *OpError {
+	return &OpError{Op: t.nodes[ni].op.Name, Input: input, Phase: "backward", Loc: t.nodeLoc(ni), Err: err}
+}
+
+// locateGradFailure gives the tape's error, raised by an op that the
+// gradient function of node ni applied, the forward call site of node ni
+// as its location, and says in its message which gradient it was raised in
+// and where the backward pass was (the location the error had: the
+// Backward or Grad call, or the user's own gradient function).
+func (t *Tape) locateGradFailure(ni int) {
+	oe, ok := t.err.(*OpError)
+	if !ok || oe.Phase != "backward" {
+		return
+	}
+	loc := t.nodeLoc(ni)
+	if loc == "" {
+		return
+	}
+	name := t.nodes[ni].op.Name
+	switch {
+	case oe.Loc != "" && oe.Loc != loc:
+		oe.Err = fmt.Errorf("in the gradient of %s (backward pass at %s): %w", name, oe.Loc, oe.Err)
+	case oe.Op != name:
+		oe.Err = fmt.Errorf("in the gradient of %s: %w", name, oe.Err)
+	}
+	oe.Loc = loc
+}
