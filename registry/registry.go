@@ -67,7 +67,10 @@ type OpDef struct {
 	// Inputs and Outputs name the op's arguments in TensorFlow's order.
 	Inputs, Outputs []Arg
 	// Attrs is the zero value of the op's attr struct type, or nil if the
-	// op has no attrs. See ParseAttrs for the tag syntax.
+	// op has no attrs. Its fields' tags give TensorFlow's names, defaults
+	// and allowed values; see "Attr structs" in the package documentation
+	// for the grammar and for the zero-value rule (use pointer fields
+	// where zero is a legal value that differs from the default).
 	Attrs any
 	// TypeInput is the index of the input whose dtype selects the kernel.
 	TypeInput int
