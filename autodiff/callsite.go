@@ -3,13 +3,22 @@ package autodiff
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/tapegrad/tapegrad/registry"
 )
 
-// Call sites of recorded ops. Every op the tape records keeps the call
-// stack it was applied from (program counters only: symbolising them costs
-// far more, and is done only when an error needs the file:line), so an
-// error raised later, in the op's gradient function, can name the user's
-// line that applied the op, not only the line that called Backward.
+// Call sites of recorded ops. A recorded op whose gradient function is
+// not one of tapegrad's own keeps the call stack it was applied from
+// (program counters only: symbolising them is done only when an error
+// needs the file:line), so that an error raised later, in the op's
+// gradient function, names the user's line that applied the op, not only
+// the line that called Backward. These are the ops whose gradient errors
+// are the user's to fix: ops registered outside tapegrad (a user's op and
+// its gradient function), and ops without a gradient (an op with
+// GradNone on the path to a parameter). The call stack costs about as
+// much as the rest of the tape's work for an op, so tapegrad's own ops
+// with their tested gradient functions skip it; an error in one of those
+// (a bug) is located at the Backward or Grad call.
 
 // callSiteDepth bounds the frames kept per recorded op: enough to get from
 // the tape through the typed op functions and nested layers to the user's
@@ -32,6 +41,27 @@ func (t *Tape) recordCallSite() (start, n int32) {
 	return start, int32(k)
 }
 
+// needsCallSite reports whether a recorded op of definition def and
+// gradient state gk keeps its call stack: unless it is one of tapegrad's
+// own ops with a gradient function.
+func needsCallSite(def *registry.OpDef, gk registry.GradKind) bool {
+	if gk != registry.GradDefined {
+		return true
+	}
+	switch def.Package() {
+	case pkgForward, pkgBackward, pkgNN:
+		return false
+	}
+	return true
+}
+
+// The packages that register tapegrad's own ops.
+const (
+	pkgForward  = "github.com/tapegrad/tapegrad/forward"
+	pkgBackward = "github.com/tapegrad/tapegrad/backward"
+	pkgNN       = "github.com/tapegrad/tapegrad/nn"
+)
+
 // nodeLoc returns the file:line of the user code that applied recorded
 // node ni, or "" if it cannot be told.
 func (t *Tape) nodeLoc(ni int) string {
@@ -47,9 +77,14 @@ func (t *Tape) nodeLoc(ni int) string {
 
 // gradError is the error of the backward pass through node ni: an OpError
 // for the node's op and the given input (or -1), located at the forward
-// call site of the op.
+// call site of the op if the node kept it, else at the user's call of
+// Backward or Grad.
 func (t *Tape) gradError(ni, input int, err error) *OpError {
-	return &OpError{Op: t.nodes[ni].op.Name, Input: input, Phase: "backward", Loc: t.nodeLoc(ni), Err: err}
+	loc := t.nodeLoc(ni)
+	if loc == "" {
+		loc = callerLoc()
+	}
+	return &OpError{Op: t.nodes[ni].op.Name, Input: input, Phase: "backward", Loc: loc, Err: err}
 }
 
 // locateGradFailure gives the tape's error, raised by an op that the

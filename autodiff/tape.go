@@ -439,12 +439,15 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 		t.fail(def.Name, registry.ErrorInput(err), phase, err)
 		return false
 	}
-	req = req && record && def.GradKind() != registry.GradZero
+	gk := def.GradKind()
+	req = req && record && gk != registry.GradZero
 	nodeIdx := int32(-1)
 	if req {
 		nodeIdx = int32(len(t.nodes))
 		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
-		n.pc0, n.npc = t.recordCallSite()
+		if needsCallSite(def, gk) {
+			n.pc0, n.npc = t.recordCallSite()
+		}
 		for _, v := range in {
 			t.ids = append(t.ids, v.id)
 		}
