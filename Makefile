@@ -4,6 +4,8 @@ GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
 GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
+# Cases generated in this repository from independent references (testdata/golden-tapegrad/).
+GOLDEN_FILES += testdata/golden-tapegrad/conv2d_int32.json
 FUZZTIME ?= 20s
 
 .PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help

@@ -28,11 +28,11 @@ const callSiteDepth = 16
 
 // recordCallSite appends the current call stack (from run's caller on) to
 // t.pcs and returns where it starts and how many frames it has. t.pcs is
-// emptied when a recording starts (Reset empties the nodes), so a tape in
+// emptied at the first call of each recording (generation), so a tape in
 // steady state reuses the same memory.
 func (t *Tape) recordCallSite() (start, n int32) {
-	if len(t.nodes) == 0 {
-		t.pcs = t.pcs[:0]
+	if t.pcsGen != t.gen {
+		t.pcs, t.pcsGen = t.pcs[:0], t.gen
 	}
 	var buf [callSiteDepth]uintptr
 	k := runtime.Callers(3, buf[:]) // skip Callers, recordCallSite, run
@@ -69,10 +69,14 @@ func (t *Tape) nodeLoc(ni int) string {
 		return ""
 	}
 	nd := &t.nodes[ni]
-	if nd.npc == 0 || int(nd.pc0+nd.npc) > len(t.pcs) {
-		return ""
+	if nd.npc > 0 && int(nd.pc0+nd.npc) <= len(t.pcs) {
+		return locOf(t.pcs[nd.pc0 : nd.pc0+nd.npc])
 	}
-	return pcLoc(t.pcs[nd.pc0 : nd.pc0+nd.npc])
+	// Anomaly detection keeps every recorded op's stack.
+	if a := t.anom; a != nil && a.gen == t.gen && ni < len(a.nodes) && a.nodes[ni].ok {
+		return locOf(a.nodes[ni].pcs[:])
+	}
+	return ""
 }
 
 // gradError is the error of the backward pass through node ni: an OpError

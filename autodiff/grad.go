@@ -256,6 +256,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 		if !has || !needs {
 			continue
 		}
+		if t.anom != nil {
+			t.anom.at(t, int32(ni))
+		}
 		dy = dy[:0]
 		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
 			g, ok := t.sumGrads(e, id)
@@ -293,6 +296,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			}
 			t.acc[id] = append(t.acc[id], gv.id)
 		}
+	}
+	if t.anom != nil {
+		t.anom.at(t, -1)
 	}
 	res = t.values(len(sources))
 	for i, s := range sources {

@@ -57,6 +57,7 @@ type Tape struct {
 	ids    []int32
 	params map[*Param]int32
 	err    error
+	anom   *anomaly // anomaly detection state, nil when off (anomaly.go)
 	arena  arena
 	kc     registry.KernelCtx
 	inBuf  []*tensor.Dense
@@ -78,6 +79,7 @@ type Tape struct {
 	islab []registry.Value
 
 	pcs    []uintptr // call stacks of the recorded ops (callsite.go)
+	pcsGen uint32    // the generation pcs belongs to
 	spent  []uint32  // per node: the generation in which a Backward ran through it (backward.go)
 	bwMode uint8     // what the gradient pass does with spent nodes (backward.go)
 }
@@ -445,7 +447,7 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	if req {
 		nodeIdx = int32(len(t.nodes))
 		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
-		if needsCallSite(def, gk) {
+		if t.anom == nil && needsCallSite(def, gk) { // anomaly detection keeps its own
 			n.pc0, n.npc = t.recordCallSite()
 		}
 		for _, v := range in {
@@ -460,6 +462,9 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	}
 	for _, d := range outs {
 		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req})
+	}
+	if t.anom != nil {
+		return t.anom.check(t, def, in, len(outs), nodeIdx, phase)
 	}
 	return true
 }

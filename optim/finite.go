@@ -15,7 +15,9 @@ import (
 // optimizers' Step when a gradient holds NaN or ±Inf (a loss that became
 // NaN, an overflow): an update would turn the weights into NaN, so none is
 // made. Skip the step (ZeroGrad), or find the op that made the first NaN
-// and lower the learning rate.
+// (autodiff.DetectAnomaly) and lower the learning rate. (It is not
+// autodiff.ErrNonFinite, anomaly detection's error for the op that made
+// a non-finite value.)
 var ErrNonFinite = errors.New("non-finite gradient")
 
 // allFinite reports whether every element of s is finite. v-v is 0 for a
@@ -48,7 +50,7 @@ func gradFinite(p *autodiff.Param) bool {
 // nonFiniteError is the error for parameter p's non-finite gradient;
 // unchanged says what was left alone.
 func nonFiniteError(who string, p *autodiff.Param, unchanged string) error {
-	return fmt.Errorf("%w: %s: parameter %q has a NaN or infinite gradient; %s (skip the step with ZeroGrad)", ErrNonFinite, who, p.Name, unchanged)
+	return fmt.Errorf("%w: %s: parameter %q has a NaN or infinite gradient; %s (skip the step with ZeroGrad; autodiff.DetectAnomaly finds the op that made it)", ErrNonFinite, who, p.Name, unchanged)
 }
 
 // checkFinite returns the error for the first active parameter whose
