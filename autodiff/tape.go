@@ -77,6 +77,11 @@ type Tape struct {
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value
 	islab []registry.Value
+
+	pcs    []uintptr // call stacks of the recorded ops (callsite.go)
+	pcsGen uint32    // the generation pcs belongs to
+	spent  []uint32  // per node: the generation in which a Backward ran through it (backward.go)
+	bwMode uint8     // what the gradient pass does with spent nodes (backward.go)
 }
 
 type valRec struct {
@@ -92,6 +97,7 @@ type node struct {
 	attrs      any
 	in0, nin   int32
 	out0, nout int32
+	pc0, npc   int32 // the call stack the op was applied from: pcs[pc0 : pc0+npc]
 }
 
 // tapeGen numbers tapes (the high bits of their generation), so that a
@@ -432,14 +438,18 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	outs, err := registry.RunNormalized(def, &t.kc, na, t.inBuf)
 	clear(t.inBuf)
 	if err != nil {
-		t.fail(def.Name, -1, phase, err)
+		t.fail(def.Name, registry.ErrorInput(err), phase, err)
 		return false
 	}
-	req = req && record && def.GradKind() != registry.GradZero
+	gk := def.GradKind()
+	req = req && record && gk != registry.GradZero
 	nodeIdx := int32(-1)
 	if req {
 		nodeIdx = int32(len(t.nodes))
 		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
+		if t.anom == nil && needsCallSite(def, gk) { // anomaly detection keeps its own
+			n.pc0, n.npc = t.recordCallSite()
+		}
 		for _, v := range in {
 			t.ids = append(t.ids, v.id)
 		}

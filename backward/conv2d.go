@@ -97,14 +97,14 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, win forward.Conv2DWindow, in []*tensor.Dense, geomFirst bool) (out *tensor.Dense, od []T, g forward.Conv2DGeometry, done bool, err error) {
 	sizes, f, dy := in[0], in[1], in[2]
 	if dy.Dtype() != f.Dtype() {
-		return nil, nil, g, false, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
 	}
 	if len(dy.Shape()) != 4 {
 		// TensorFlow's message names the wrong input (sic).
-		return nil, nil, g, false, registry.Errorf(registry.ErrShape, "%s: input_sizes must be 4-dimensional, got: %d (out_backprop has shape %v and must be 4-D)", op, len(dy.Shape()), dy.Shape())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: input_sizes must be 4-dimensional, got: %d (out_backprop has shape %v and must be 4-D)", op, len(dy.Shape()), dy.Shape())
 	}
 	if len(f.Shape()) != 4 {
-		return nil, nil, g, false, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
 	}
 	var vbuf, xbuf [4]int
 	vals, err := forward.Conv2DShapeArg(vbuf[:0], op, "input_sizes", sizes)
@@ -165,13 +165,13 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 	}
 	x, sizes, dy := in[0], in[1], in[2]
 	if dy.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
 	}
 	if len(x.Shape()) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, x.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: input must be 4-dimensional, got shape %v", op, x.Shape())
 	}
 	if len(dy.Shape()) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
 	}
 	var fbuf [4]int
 	fs, err := forward.Conv2DShapeArg(fbuf[:0], op, "filter_sizes", sizes)
@@ -184,7 +184,7 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 		}
 	}
 	if len(fs) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), slices.Clone(fs))
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "filter_sizes", "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), slices.Clone(fs))
 	}
 	for _, v := range fs {
 		if err := forward.Conv2DCheckFits(op, "filter", v); err != nil {

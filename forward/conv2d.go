@@ -78,7 +78,7 @@ func conv2DKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	}
 	x, f := in[0], in[1]
 	if f.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
 	}
 	g, err := conv2DForwardGeom(op, win, x.Shape(), f.Shape())
 	if err != nil {
