@@ -2,7 +2,6 @@ package main
 
 import (
 	"math/rand"
-	"runtime"
 	"testing"
 
 	"github.com/tapegrad/tapegrad/autodiff"
@@ -42,8 +41,16 @@ func BenchmarkEvalMemory(b *testing.B) {
 	}
 	b.StopTimer()
 	p.Report(b)
-	runtime.KeepAlive(tape)
+	reportTape(b, tape)
 	b.ReportMetric(float64(test.Len()*b.N)/b.Elapsed().Seconds(), "examples/s")
+}
+
+// reportTape reports the tape's buffer memory: the most in use at once
+// during the last step (tape-peak-MB) and all it holds (tape-pooled-MB).
+func reportTape(b *testing.B, t *autodiff.Tape) {
+	m := t.MemStats()
+	b.ReportMetric(float64(m.PeakInUse)/1e6, "tape-peak-MB")
+	b.ReportMetric(float64(m.Pooled)/1e6, "tape-pooled-MB")
 }
 
 // benchStepMemory runs training steps of the example's model at the given
@@ -93,7 +100,7 @@ func benchStepMemory(b *testing.B, batch int) {
 	}
 	b.StopTimer()
 	p.Report(b)
-	runtime.KeepAlive(tape)
+	reportTape(b, tape)
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "examples/s")
 }
 
