@@ -220,8 +220,17 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	}
 	e := &t.em
 	e.t, e.record = t, create
-	// Seeds.
 	maxNode := -1
+	for _, tv := range targets {
+		if t.marked[tv.id] {
+			maxNode = max(maxNode, int(t.vals[tv.id].node))
+		}
+	}
+	if err := t.plan(targets, sources, maxNode, minSrc, create); err != nil {
+		return nil, err
+	}
+	defer t.endPass()
+	// Seeds.
 	for i, tv := range targets {
 		if !t.marked[tv.id] {
 			continue
@@ -236,7 +245,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			return nil, t.err
 		}
 		t.acc[tv.id] = append(t.acc[tv.id], seed.id)
-		maxNode = max(maxNode, int(t.vals[tv.id].node))
+		t.hold(seed.id)
 	}
 	dy := t.dyBuf[:0]
 	nv := &t.nv
@@ -254,8 +263,10 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			needs = needs || t.marked[id]
 		}
 		if !has || !needs {
+			t.afterNode(ni, int32(len(t.vals)))
 			continue
 		}
+		made := int32(len(t.vals))
 		dy = dy[:0]
 		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
 			g, ok := t.sumGrads(e, id)
@@ -293,7 +304,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 					Err: fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape())}
 			}
 			t.acc[id] = append(t.acc[id], gv.id)
+			t.hold(gv.id)
 		}
+		t.afterNode(ni, made)
 	}
 	res = t.values(len(sources))
 	for i, s := range sources {
@@ -330,6 +343,12 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 	t.sumBuf = in
 	var out [1]Value
 	s := t.applyDef(opAddN, nil, in, e.record, "backward", out[:0])[0]
+	if s.id >= 0 {
+		t.hold(s.id)
+	}
+	for _, g := range l {
+		t.drop(g)
+	}
 	t.acc[id] = append(t.acc[id][:0], s.id)
 	return t.box(s), true
 }
@@ -387,7 +406,9 @@ func (t *Tape) Backward(target Value) error {
 	t.bwSrcs, t.bwParams = srcs, ps
 	defer clear(t.bwParams)
 	t.bwTarget[0] = target
+	t.lv.consume = true
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
+	t.lv.consume = false
 	if err != nil {
 		return err
 	}
@@ -402,5 +423,6 @@ func (t *Tape) Backward(target Value) error {
 			return t.fail("", -1, "backward", err)
 		}
 	}
+	t.releaseGrads(grads)
 	return nil
 }

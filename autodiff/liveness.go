@@ -20,7 +20,19 @@ import "fmt"
 // A declared value is released at once if no recorded op saved it for the
 // backward pass: on a NoGrad tape that is every declared value, so
 // inference with a Sequential holds only a layer's input, its temporaries
-// and its output at a time. A value a recorded op saved stays until Reset.
+// and its output at a time. A value a recorded op saved is released by
+// Backward, right after the last gradient function that reads it has run
+// (Backward consumes the recording: Grad, which may be called again on the
+// same recording, releases no forward value).
+//
+// In the backward pass (Backward and Grad without CreateGraph), the
+// gradients the pass computes along the way (seeds, the contributions of
+// gradient functions, their sums and temporaries) are released as soon as
+// the gradient function of the value they belong to has consumed them. The
+// gradients Grad returns are never released, and Backward adds its
+// gradients into Param.Grad, which lives outside the tape. With
+// CreateGraph nothing is released: the recorded backward pass reads it
+// all.
 //
 // A released Value reports ErrReleased (which wraps ErrInvalidValue) from
 // every use: Err, Data, ops taking it as input, and so on, never stale
@@ -84,8 +96,8 @@ func (t *Tape) Mark() Mark {
 // Intermediates declares every value created on t since m, except keep,
 // dead: no user code holds it any more, so the tape may release its buffer
 // (at once, or, for a value that a recorded op saved for the backward
-// pass, at Reset). It returns a mark after the values it declared that
-// also covers keep: chaining
+// pass, when Backward no longer needs it). It returns a mark after the
+// values it declared that also covers keep: chaining
 //
 //	m := t.Mark()
 //	for _, layer := range layers {
@@ -135,7 +147,7 @@ func (t *Tape) Keep(v Value) {
 
 // Free declares v dead (as Intermediates does, but also for a kept value):
 // its buffer returns to the arena now, or, if a recorded op saved v for
-// the backward pass, at Reset. v and every copy
+// the backward pass, once Backward no longer needs it. v and every copy
 // of it report ErrReleased afterwards. Parameter values and watched
 // leaves stay valid until Reset. Freeing an invalid value does nothing.
 func (t *Tape) Free(v Value) {
@@ -182,4 +194,217 @@ type MemStats struct {
 // MemStats returns the memory of t's buffers.
 func (t *Tape) MemStats() MemStats {
 	return MemStats{InUse: t.arena.inUse, PeakInUse: t.arena.peak, Pooled: t.arena.pooled}
+}
+
+// Backward liveness. The plan, made from the recorded graph before the
+// pass walks it, gives every value the last node (in the pass's order:
+// the smallest index) whose gradient function may read it, as an input or
+// output of that node: after that node, the value's forward buffer is no
+// longer needed, and, for a leaf such as a parameter, no more
+// contributions to its gradient will come (its gradient is final). The
+// gradients themselves are reference-counted: a gradient lives while a
+// list of contributions (Tape.acc) holds it.
+
+// noUse is the last use of a value that no gradient function reads.
+const noUse = int32(1<<31 - 1)
+
+// liveness is the tape's backward-pass bookkeeping (scratch reused across
+// passes).
+type liveness struct {
+	on      bool    // this pass releases (not CreateGraph)
+	consume bool    // Backward: also release the declared forward values
+	start   int32   // the number of values when the pass began
+	cur     int32   // the pass has run the nodes from here up
+	last    []int32 // per value before start: the last node reading it, or noUse
+	refs    []int32 // per value: how many contribution lists hold it
+	role    []uint8 // per value before start: roleSource, roleTarget
+}
+
+const (
+	roleSource uint8 = 1 << iota
+	roleTarget
+)
+
+// plan prepares the bookkeeping of a pass over the nodes maxNode down to
+// the first whose first output is before minSrc, from targets to sources;
+// create passes release nothing. It fails if a gradient function of the
+// pass would need a released value (a recording that Backward consumed).
+func (t *Tape) plan(targets, sources []Value, maxNode int, minSrc int32, create bool) error {
+	lv := &t.lv
+	n := len(t.vals)
+	lv.on = false
+	lv.start = int32(n)
+	lv.refs = growZero(lv.refs, n)
+	lv.role = growZero(lv.role, n)
+	if cap(lv.last) < n {
+		lv.last = make([]int32, n)
+	}
+	lv.last = lv.last[:n]
+	for i := range lv.last {
+		lv.last[i] = noUse
+	}
+	for _, s := range sources {
+		lv.role[s.id] |= roleSource
+	}
+	// Bit mayGrad of role marks the values that may receive a gradient; a
+	// node may run if an output may have one and an input needs one.
+	const mayGrad = 1 << 7
+	for _, tv := range targets {
+		lv.role[tv.id] |= roleTarget
+		if t.marked[tv.id] {
+			lv.role[tv.id] |= mayGrad
+		}
+	}
+	defer func() {
+		for i := range lv.role {
+			lv.role[i] &^= mayGrad
+		}
+	}()
+	for ni := maxNode; ni >= 0; ni-- {
+		nd := &t.nodes[ni]
+		if t.ids[nd.out0] < minSrc {
+			break
+		}
+		outs, ins := t.ids[nd.out0:nd.out0+nd.nout], t.ids[nd.in0:nd.in0+nd.nin]
+		has, needs := false, false
+		for _, id := range outs {
+			has = has || lv.role[id]&mayGrad != 0
+		}
+		for _, id := range ins {
+			needs = needs || t.marked[id]
+		}
+		if !has || !needs {
+			continue
+		}
+		for _, id := range t.ids[nd.in0 : nd.out0+nd.nout] {
+			if t.vals[id].live&liveReleased != 0 {
+				return fmt.Errorf("%w: the gradient of %s needs a value that Backward released (Backward consumes a recording; Grad may be called repeatedly on one)", ErrReleased, nd.op.Name)
+			}
+			lv.last[id] = int32(ni)
+		}
+		for _, id := range ins {
+			if t.marked[id] && isFloat(t.vals[id].d.Dtype()) {
+				lv.role[id] |= mayGrad
+			}
+		}
+	}
+	lv.on = !create
+	lv.cur = int32(maxNode + 1)
+	if lv.on && lv.consume {
+		// Declared values that no gradient function reads are dead already.
+		for id := range lv.last {
+			if lv.last[id] == noUse {
+				t.maybeRelease(int32(id))
+			}
+		}
+	}
+	return nil
+}
+
+// growZero returns s resized to n zero elements.
+func growZero[T int32 | uint8](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// lastUse returns the last node of the current pass whose gradient
+// function may read value id, or noUse: once the pass has run that node,
+// a leaf's gradient is final.
+func (lv *liveness) lastUse(id int32) int32 {
+	if int(id) < len(lv.last) {
+		return lv.last[id]
+	}
+	return noUse
+}
+
+// hold records that a contribution list holds gradient id.
+func (t *Tape) hold(id int32) {
+	lv := &t.lv
+	if !lv.on {
+		return
+	}
+	for int(id) >= len(lv.refs) {
+		lv.refs = append(lv.refs, 0)
+	}
+	lv.refs[id]++
+}
+
+// drop records that a contribution list no longer holds gradient id, and
+// releases it if it is dead.
+func (t *Tape) drop(id int32) {
+	lv := &t.lv
+	if !lv.on {
+		return
+	}
+	lv.refs[id]--
+	t.maybeRelease(id)
+}
+
+// maybeRelease releases value id if the pass may and nothing needs it: a
+// value the pass made (not one it returns: those are never dropped) once
+// no list holds it; a forward value declared dead, in Backward, once its
+// last reader has run and no list holds it.
+func (t *Tape) maybeRelease(id int32) {
+	lv := &t.lv
+	if !lv.on || int(id) < len(lv.refs) && lv.refs[id] > 0 {
+		return
+	}
+	if id >= lv.start {
+		t.release(id)
+		return
+	}
+	if l := lv.last[id]; lv.consume && (l == noUse || l >= lv.cur) && lv.role[id] == 0 && t.vals[id].live&liveDeclared != 0 {
+		t.release(id)
+	}
+}
+
+// afterNode releases what node ni was the last to need: the gradients of
+// its outputs (unless they are sources, whose gradients the pass returns),
+// the values its gradient function made and no list holds, and the
+// forward values it was the last to read. made is the first value the
+// gradient function made.
+func (t *Tape) afterNode(ni int, made int32) {
+	lv := &t.lv
+	if !lv.on {
+		return
+	}
+	lv.cur = int32(ni)
+	nd := &t.nodes[ni]
+	for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
+		if lv.role[id]&roleSource != 0 {
+			continue
+		}
+		l := t.acc[id]
+		t.acc[id] = l[:0]
+		for _, g := range l {
+			t.drop(g)
+		}
+	}
+	for id := made; id < int32(len(t.vals)); id++ {
+		t.maybeRelease(id)
+	}
+	for _, id := range t.ids[nd.in0 : nd.in0+nd.nin+nd.nout] {
+		if lv.last[id] == int32(ni) {
+			t.maybeRelease(id)
+		}
+	}
+}
+
+// releaseGrads releases the gradients Backward has added into the
+// parameters (those the pass made: Backward returns none of them).
+func (t *Tape) releaseGrads(grads []Value) {
+	for _, g := range grads {
+		if g.id >= t.lv.start {
+			t.release(g.id)
+		}
+	}
+}
+
+// endPass ends the pass's bookkeeping.
+func (t *Tape) endPass() {
+	t.lv.on = false
 }

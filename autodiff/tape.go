@@ -40,13 +40,14 @@ func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
 // Memory: outputs, constants and gradients live in the tape's arena until
 // Reset, which recycles the buffers, unless the tape releases them earlier
 // by liveness (see Intermediates: the intermediates of an nn.Sequential on
-// a NoGrad tape are released as soon as the next layer has run). A
+// a NoGrad tape are released as soon as the next layer has run, those of a
+// recording tape by Backward once no gradient function needs them). A
 // training loop that calls Reset at the start of every step reuses the
-// same buffers step after step. The
-// small slices the tape returns (the outputs of Apply, the results of Grad)
-// and the registry.Values gradient functions see are cut from larger blocks
-// and never reused, so a steady-state step allocates next to nothing while
-// every handle from before a Reset stays invalid.
+// same buffers step after step. The small slices the tape returns (the
+// outputs of Apply, the results of Grad) and the registry.Values gradient
+// functions see are cut from larger blocks and never reused, so a
+// steady-state step allocates next to nothing while every handle from
+// before a Reset stays invalid.
 type Tape struct {
 	training bool
 	noGrad   bool
@@ -75,6 +76,7 @@ type Tape struct {
 	bwParams []*Param
 	bwTarget [1]Value
 	sumBuf   []Value
+	lv       liveness // backward-pass liveness (liveness.go)
 
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value

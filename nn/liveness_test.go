@@ -111,3 +111,70 @@ func TestSequentialReleasesNoGrad(t *testing.T) {
 		t.Errorf("%d bytes in use after Forward, want %d (input and output)", got, want)
 	}
 }
+
+// TestSequentialReleasesInBackward: in training, a Sequential's
+// intermediates live until Backward, which releases them and computes the
+// same gradients, bit for bit, as the same layers applied one by one
+// (nothing released), on one thread and on two.
+func TestSequentialReleasesInBackward(t *testing.T) {
+	x := randF32(t, 2, 4, 6, 6, 1)
+	labels, err := tensorx.New([]int{4}, []int32{0, 2, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		grads [][]float32
+		peak  int64
+	}
+	step := func(useSeq bool, threads int) result {
+		var stash autodiff.Value
+		layers := livenessModel(&stash)
+		seq := NewSequential(layers...)
+		tp := autodiff.NewTape(autodiff.Seed(3), autodiff.Threads(threads))
+		var logits autodiff.Value
+		if useSeq {
+			logits = seq.Forward(tp, tp.Constant(x))
+		} else {
+			logits = tp.Constant(x)
+			for _, l := range layers {
+				logits = l.Forward(tp, logits)
+			}
+		}
+		loss := SparseSoftmaxCrossEntropy(logits, tp.Constant(labels))
+		if err := stash.Err(); err != nil {
+			t.Fatalf("sequential %v: a saved intermediate before Backward: %v", useSeq, err)
+		}
+		if err := tp.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loss.Item(); err != nil {
+			t.Fatalf("the loss after Backward: %v", err)
+		}
+		if _, err := logits.Data(); err != nil {
+			t.Fatalf("the Sequential's output after Backward: %v", err)
+		}
+		_, err := stash.Data()
+		if useSeq && !errors.Is(err, autodiff.ErrInvalidValue) {
+			t.Fatalf("a layer's stashed intermediate after Backward: Data error %v, want an invalid-value error", err)
+		}
+		if !useSeq && err != nil {
+			t.Fatalf("without a Sequential, the stashed value after Backward: %v", err)
+		}
+		var r result
+		for _, p := range seq.Params() {
+			r.grads = append(r.grads, append([]float32(nil), p.Grad.Float32s()...))
+		}
+		r.peak = tp.MemStats().PeakInUse
+		return r
+	}
+	ref := step(false, 1)
+	for _, threads := range []int{1, 2} {
+		got := step(true, threads)
+		for i := range ref.grads {
+			bitsEqual(t, "gradient", got.grads[i], ref.grads[i])
+		}
+		if got.peak >= ref.peak {
+			t.Errorf("%d threads: peak in use %d bytes with release, %d without", threads, got.peak, ref.peak)
+		}
+	}
+}

@@ -196,8 +196,9 @@ func (s *Sequential) Names() []string { return append([]string(nil), s.names...)
 // other than its output, and each layer's output once the next layer has
 // run, are intermediates the tape may release (see
 // autodiff.Tape.Intermediates): on a NoGrad tape their buffers are reused
-// at once, so inference holds about one layer's values at a time. The
-// returned value (and x) stay valid until Reset.
+// at once, so inference holds about one layer's values at a time; on a
+// recording tape Backward releases them once the gradient functions are
+// done with them. The returned value (and x) stay valid until Reset.
 func (s *Sequential) Forward(t *autodiff.Tape, x autodiff.Value) autodiff.Value {
 	return s.forward(t, x, nil)
 }
