@@ -172,6 +172,7 @@ if args.mem:
     measure_memory(args.mem)
     raise SystemExit(0)
 
+acc = None
 for epoch in range(1, args.epochs + 1):
     perm = torch.randperm(len(xtr))
     t0 = time.perf_counter()
@@ -192,4 +193,4 @@ for epoch in range(1, args.epochs + 1):
     acc = evaluate()
     print('epoch %d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f'
           % (epoch, tot / n, correct / n, dt, n / dt, acc), flush=True)
-print('test accuracy: %.4f' % evaluate())
+print('test accuracy: %.4f' % (acc if acc is not None else evaluate()))  # the last epoch's
