@@ -220,8 +220,17 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	}
 	e := &t.em
 	e.t, e.record = t, create
-	// Seeds.
 	maxNode := -1
+	for _, tv := range targets {
+		if t.marked[tv.id] {
+			maxNode = max(maxNode, int(t.vals[tv.id].node))
+		}
+	}
+	if err := t.plan(targets, sources, maxNode, minSrc, create); err != nil {
+		return nil, err
+	}
+	defer t.endPass()
+	// Seeds.
 	for i, tv := range targets {
 		if !t.marked[tv.id] {
 			continue
@@ -236,7 +245,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			return nil, t.err
 		}
 		t.acc[tv.id] = append(t.acc[tv.id], seed.id)
-		maxNode = max(maxNode, int(t.vals[tv.id].node))
+		t.hold(seed.id)
 	}
 	dy := t.dyBuf[:0]
 	nv := &t.nv
@@ -254,11 +263,13 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			needs = needs || t.marked[id]
 		}
 		if !has || !needs {
+			t.afterNode(ni, int32(len(t.vals)))
 			continue
 		}
 		if t.anom != nil {
 			t.anom.at(t, int32(ni))
 		}
+		made := int32(len(t.vals))
 		dy = dy[:0]
 		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
 			g, ok := t.sumGrads(e, id)
@@ -295,7 +306,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 				return nil, t.gradError(ni, i, fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape()))
 			}
 			t.acc[id] = append(t.acc[id], gv.id)
+			t.hold(gv.id)
 		}
+		t.afterNode(ni, made)
 	}
 	if t.anom != nil {
 		t.anom.at(t, -1)
@@ -335,6 +348,12 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 	t.sumBuf = in
 	var out [1]Value
 	s := t.applyDef(opAddN, nil, in, e.record, "backward", out[:0])[0]
+	if s.id >= 0 {
+		t.hold(s.id)
+	}
+	for _, g := range l {
+		t.drop(g)
+	}
 	t.acc[id] = append(t.acc[id][:0], s.id)
 	return t.box(s), true
 }
@@ -410,7 +429,9 @@ func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 	if opts.RetainGraph {
 		t.bwMode = bwRetain
 	}
+	t.lv.consume = true
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
+	t.lv.consume = false
 	t.bwMode = bwGrad
 	if err != nil {
 		return err
@@ -429,5 +450,6 @@ func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 			return t.fail("", -1, "backward", err)
 		}
 	}
+	t.releaseGrads(grads)
 	return nil
 }

@@ -234,7 +234,13 @@ func (s *Sequential) Layers() []Module { return append([]Module(nil), s.layers..
 // given by Named.
 func (s *Sequential) Names() []string { return append([]string(nil), s.names...) }
 
-// Forward applies the layers in order.
+// Forward applies the layers in order. The values a layer makes on t,
+// other than its output, and each layer's output once the next layer has
+// run, are intermediates the tape may release (see
+// autodiff.Tape.Intermediates): on a NoGrad tape their buffers are reused
+// at once, so inference holds about one layer's values at a time; on a
+// recording tape Backward releases them once the gradient functions are
+// done with them. The returned value (and x) stay valid until Reset.
 func (s *Sequential) Forward(t *autodiff.Tape, x autodiff.Value) autodiff.Value {
 	return s.forward(t, x, nil)
 }
@@ -243,12 +249,16 @@ func (s *Sequential) forward(t *autodiff.Tape, x autodiff.Value, b binder) autod
 	if s.err != nil {
 		return fail(t, s.err)
 	}
+	// Each layer's values but its output, and each output once the next
+	// layer has run, are the tape's to release (autodiff.Tape.Intermediates).
+	mark := t.Mark()
 	for i, m := range s.layers {
 		ok := t != nil && t.Err() == nil
 		x = forwardModule(m, t, x, b)
 		if ok && t.Err() != nil {
 			annotateLayerError(t, layerLabel(s.names[i], m))
 		}
+		mark = t.Intermediates(mark, x)
 	}
 	return x
 }

@@ -155,6 +155,7 @@ func run(c config, stdout, stderr io.Writer) error {
 	if c.stopAfter > 0 && c.stopAfter < end {
 		end = c.stopAfter
 	}
+	acc, evaluated := 0.0, false // the last epoch's test accuracy
 	for epoch := start; epoch < end; epoch++ {
 		prog := newProgress(c, stdout, stderr, epoch, loader.NumBatches())
 		t0 := time.Now()
@@ -190,10 +191,10 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 		prog.finish()
 		secs := time.Since(t0).Seconds()
-		acc, err := evaluate(model, evalTape, testLoader)
-		if err != nil {
+		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
 			return err
 		}
+		evaluated = true
 		st := epochStats{Loss: lossSum / float64(seen), TrainAcc: float64(correct) / float64(seen), TestAcc: acc, Seconds: secs}
 		history = append(history, st)
 		fmt.Fprintf(stdout, "epoch %d/%d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f\n",
@@ -209,13 +210,18 @@ func run(c config, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	acc, err := evaluate(model, evalTape, testLoader)
-	if err != nil {
-		return err
+	if !evaluated { // resumed with no epoch left to train
+		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "test accuracy: %.4f\n", acc)
 	return nil
 }
+
+// evaluateFn is evaluate, which run calls through it (tests count the
+// evaluations).
+var evaluateFn = evaluate
 
 // evaluate returns the test accuracy (eval mode: running batch-norm
 // statistics, fixed pooling regions, no dropout).
