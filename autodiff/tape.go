@@ -72,6 +72,7 @@ type Tape struct {
 	bwParams []*Param
 	bwTarget [1]Value
 	sumBuf   []Value
+	ready    gradReady // OnGradReady (gradready.go)
 
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value
