@@ -119,3 +119,5 @@ func TestMPIHungRank(t *testing.T) {
 		t.Errorf("no timeout message from rank 0:\n%s", out)
 	}
 }
+
+func TestMPIErrorReturned(t *testing.T) { runOK(t, "mpi-error") }
