@@ -163,6 +163,18 @@ func (d *distRun) endEpoch() (string, error) {
 		d.size(), st.Buckets, float64(st.Bytes)/1e6, float64(st.AllReduce.Microseconds())/1e3/float64(steps), 100*st.Hidden()), nil
 }
 
+// extraProcs is the number of Go Ps the communication needs beside the
+// kernels' threads: one, shared by the DDP's helper goroutine and the MPI
+// thread, so that a bucket's all-reduce starts (and the next one follows)
+// while the kernels keep theirs busy, not at their next preemption. Both
+// sleep in between.
+func (d *distRun) extraProcs() int {
+	if d == nil {
+		return 0
+	}
+	return 1
+}
+
 // seedOffset separates the ranks' random streams (dropout masks, pooling
 // regions), as independent processes would have.
 func (d *distRun) seedOffset() int64 { return int64(d.rank()) * 1_000_000_007 }

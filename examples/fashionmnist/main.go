@@ -103,7 +103,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	stdout, stderr = ds.quiet(stdout, stderr)
-	runtime.GOMAXPROCS(c.threads)
+	runtime.GOMAXPROCS(c.threads + ds.extraProcs())
 	if c.dataDir == "" {
 		c.dataDir = defaultDataDir()
 	}
