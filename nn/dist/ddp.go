@@ -51,6 +51,10 @@ type DDPOptions struct {
 // averages them over the ranks when wanted (e.g. before an evaluation);
 // BroadcastState copies rank 0's.
 //
+// The DDP's helper goroutine uses the communicator from the first bucket
+// launched in Backward until Wait returns: make no other collective call on
+// it in between, since the ranks must issue theirs in the same order.
+//
 // One Backward per Wait: gradient accumulation over several Backward
 // calls is done by accumulating on the tape (or calling Wait only at the
 // last, without Attach), since each Wait averages p.Grad as it stands.
