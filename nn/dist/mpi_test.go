@@ -121,3 +121,31 @@ func TestMPIHungRank(t *testing.T) {
 }
 
 func TestMPIErrorReturned(t *testing.T) { runOK(t, "mpi-error") }
+
+// BenchmarkMPIAllReduce512KB reports the time of one all-reduce of the
+// example model's gradient (512 KB of float32) between 2 ranks on this
+// machine, the ranks entering it together (ns/op; mpirun's start is not
+// counted).
+func BenchmarkMPIAllReduce512KB(b *testing.B) {
+	bin, err := exec.LookPath("mpirun")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(mpiRanks), os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"=bench-allreduce", benchEnv+"="+strconv.Itoa(b.N))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("%v:\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "allreduce-ns "); ok {
+			ns, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(ns, "ns/op")
+			return
+		}
+	}
+	b.Fatalf("no timing in the output:\n%s", out)
+}
