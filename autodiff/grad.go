@@ -250,7 +250,15 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	dy := t.dyBuf[:0]
 	nv := &t.nv
 	defer func() { clear(t.dyBuf); clear(nv.ins); clear(nv.outs) }()
+	if t.ready.on {
+		t.readyStart(sources)
+	}
 	for ni := maxNode; ni >= 0; ni-- {
+		if t.ready.on {
+			if err := t.readyFire(e, sources, ni); err != nil {
+				return nil, err
+			}
+		}
 		nd := t.nodes[ni]
 		if t.ids[nd.out0] < minSrc {
 			break
@@ -401,7 +409,8 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 // Backward computes the gradient of target (seeded with ones, as
 // TensorFlow does for a non-scalar target) with respect to every trainable
 // parameter bound to the tape, and adds it into the parameters' Grad. The
-// gradients are added only if the whole pass succeeds.
+// gradients are added only if the whole pass succeeds. A hook set with
+// OnGradReady sees each parameter's gradient as soon as it is final.
 //
 // Two mistakes that would otherwise train nothing, or train wrongly, are
 // errors: a target that depends on no trainable parameter bound to the
@@ -430,15 +439,19 @@ func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 		t.bwMode = bwRetain
 	}
 	t.lv.consume = true
+	t.readyBegin(ps)
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
 	t.lv.consume = false
 	t.bwMode = bwGrad
 	if err != nil {
+		t.ready.readyEnd()
 		return err
 	}
 	if err := t.checkReached(target, ps); err != nil {
+		t.ready.readyEnd()
 		return err
 	}
+	t.readyFinish(grads)
 	// All or nothing: check every parameter before adding into any.
 	for i, g := range grads {
 		if err := ps[i].checkGrad(t.vals[g.id].d); err != nil {

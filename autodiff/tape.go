@@ -77,7 +77,8 @@ type Tape struct {
 	bwParams []*Param
 	bwTarget [1]Value
 	sumBuf   []Value
-	lv       liveness // backward-pass liveness (liveness.go)
+	lv       liveness  // backward-pass liveness (liveness.go)
+	ready    gradReady // OnGradReady (gradready.go)
 
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value
