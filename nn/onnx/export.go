@@ -119,7 +119,7 @@ func build(model nn.Module, o Options) (*pb.ModelProto, error) {
 	}
 	b.path = ""
 	last := b.In(y)
-	b.g.Node = append(b.g.Node, &pb.NodeProto{Name: o.OutputName + "/Identity", OpType: "Identity", Input: []string{last}, Output: []string{o.OutputName}})
+	b.rename(last, o.OutputName)
 	b.g.Input = []*pb.ValueInfoProto{valueInfo(o.InputName, o.BatchSize, shape[1:])}
 	b.g.Output = []*pb.ValueInfoProto{valueInfo(o.OutputName, o.BatchSize, y.Shape()[1:])}
 	return &pb.ModelProto{
@@ -130,6 +130,28 @@ func build(model nn.Module, o Options) (*pb.ModelProto, error) {
 		DocString:       o.DocString,
 		Graph:           b.g,
 	}, nil
+}
+
+// rename makes the node output from the output named to (renaming its
+// uses too), or, if from is no node's output (the graph input), adds an
+// Identity from from to to.
+func (b *Builder) rename(from, to string) {
+	found := false
+	for _, n := range b.g.Node {
+		for i, o := range n.Output {
+			if o == from {
+				n.Output[i], found = to, true
+			}
+		}
+		for i, in := range n.Input {
+			if in == from {
+				n.Input[i] = to
+			}
+		}
+	}
+	if !found {
+		b.g.Node = append(b.g.Node, &pb.NodeProto{Name: to + "/Identity", OpType: "Identity", Input: []string{from}, Output: []string{to}})
+	}
 }
 
 // valueInfo describes a float32 graph input or output [batch, rest...].
@@ -210,6 +232,11 @@ func (b *Builder) apply(path string, m nn.Module, x Value) (Value, error) {
 	rule, err := lookup(m)
 	if err != nil {
 		return Value{}, layerErr(path, m, err)
+	}
+	for _, p := range m.Params() {
+		if p != nil && p.Data != nil && p.Data.Dtype() != tensor.Float32 {
+			return Value{}, layerErr(path, m, fmt.Errorf("parameter %s is %v: only float32 models are exported: %w", p.Name, p.Data.Dtype(), ErrUnsupported))
+		}
 	}
 	// The layer's Go output: its shape for the rule, its value for the
 	// next layers' rules.
