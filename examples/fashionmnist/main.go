@@ -47,6 +47,7 @@ type config struct {
 	plot       string
 	progress   bool
 	stopAfter  int
+	export     string
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	flag.StringVar(&c.plot, "plot", "fashionmnist.png", "PNG plot of the loss and accuracy curves ('' for none)")
 	flag.BoolVar(&c.progress, "progress", true, "show a progress bar")
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
+	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.Parse()
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fashionmnist:", err)
@@ -220,6 +222,11 @@ func run(c config, stdout, stderr io.Writer) error {
 			if err := plotHistory(c.plot, history); err != nil {
 				return err
 			}
+		}
+	}
+	if c.export != "" {
+		if err := exportONNX(c.export, model, c.qat, stdout); err != nil {
+			return err
 		}
 	}
 	acc, err := evaluate(model, evalTape, testLoader)
