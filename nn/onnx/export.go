@@ -138,9 +138,16 @@ func build(model nn.Module, o Options) (*pb.ModelProto, error) {
 func (b *Builder) rename(from, to string) {
 	found := false
 	for _, n := range b.g.Node {
+		found = found || slices.Contains(n.Output, from)
+	}
+	if !found {
+		b.g.Node = append(b.g.Node, &pb.NodeProto{Name: to + "/Identity", OpType: "Identity", Input: []string{from}, Output: []string{to}})
+		return
+	}
+	for _, n := range b.g.Node {
 		for i, o := range n.Output {
 			if o == from {
-				n.Output[i], found = to, true
+				n.Output[i] = to
 			}
 		}
 		for i, in := range n.Input {
@@ -148,9 +155,6 @@ func (b *Builder) rename(from, to string) {
 				n.Input[i] = to
 			}
 		}
-	}
-	if !found {
-		b.g.Node = append(b.g.Node, &pb.NodeProto{Name: to + "/Identity", OpType: "Identity", Input: []string{from}, Output: []string{to}})
 	}
 }
 

@@ -144,6 +144,7 @@ var layerCases = []layerCase{
 	{"dense_relu6_dropout", func(r *rand.Rand) nn.Module {
 		return nn.NewSequential(dense(r, 6, 8, false), nn.NewDropout(0.5), nn.ReLU6())
 	}, []int{6}, tolFloat, 0},
+	{"dropout_only", func(r *rand.Rand) nn.Module { return nn.NewDropout(0.3) }, []int{4}, tolFloat, 0}, // output = input: Identity
 	{"activations", func(r *rand.Rand) nn.Module {
 		return nn.NewSequential(
 			conv(r, 2, 3, 3, nn.ConvOpts{Padding: "SAME"}),
