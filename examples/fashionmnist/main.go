@@ -50,6 +50,7 @@ type config struct {
 	logEvery   time.Duration // plain progress lines when not on a terminal
 	stopAfter  int
 	dist       distConfig // -dist (dist.go)
+	export     string
 }
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.DurationVar(&c.logEvery, "log-every", 30*time.Second, "interval of the plain progress lines when the output is not a terminal")
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
 	registerDistFlags(&c.dist)
+	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
@@ -234,6 +236,11 @@ func run(c config, stdout, stderr io.Writer) error {
 			if err := plotHistory(c.plot, history); err != nil {
 				return err
 			}
+		}
+	}
+	if c.export != "" && ds.root() {
+		if err := exportONNX(c.export, model, c.qat, stdout); err != nil {
+			return err
 		}
 	}
 	if !evaluated { // resumed with no epoch left to train
