@@ -1,4 +1,4 @@
-//go:build amd64 && !noasm
+//go:build amd64 && !noasm && !gccgo && !safe
 
 #include "textflag.h"
 
@@ -7,7 +7,7 @@
 // NaN gives 0) ANDed with 1.0 is the 0/1 factor, multiplied by g.
 
 // func reluF32(out, x *float32, n int)
-TEXT ·reluF32(SB), NOSPLIT, $0-24
+TEXT ·oldReluF32(SB), NOSPLIT, $0-24
 	MOVQ out+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -47,7 +47,7 @@ reluF32done:
 	RET
 
 // func reluGradF32(out, dy, f *float32, n int)
-TEXT ·reluGradF32(SB), NOSPLIT, $0-32
+TEXT ·oldReluGradF32(SB), NOSPLIT, $0-32
 	MOVQ out+0(FP), DI
 	MOVQ dy+8(FP), SI
 	MOVQ f+16(FP), DX
@@ -98,7 +98,7 @@ rgradF32done:
 	RET
 
 // func reluF64(out, x *float64, n int)
-TEXT ·reluF64(SB), NOSPLIT, $0-24
+TEXT ·oldReluF64(SB), NOSPLIT, $0-24
 	MOVQ out+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -138,7 +138,7 @@ reluF64done:
 	RET
 
 // func reluGradF64(out, dy, f *float64, n int)
-TEXT ·reluGradF64(SB), NOSPLIT, $0-32
+TEXT ·oldReluGradF64(SB), NOSPLIT, $0-32
 	MOVQ out+0(FP), DI
 	MOVQ dy+8(FP), SI
 	MOVQ f+16(FP), DX
