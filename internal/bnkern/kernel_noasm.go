@@ -2,7 +2,15 @@
 
 package bnkern
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
+)
+
+// tier is cpu.Tier(), as on amd64, so that tests can switch it; the Go
+// twins below run whatever it says.
+var tier = cpu.Tier()
 
 // useAsm reports whether float32 calls of at least Block channels run the
 // block kernels below (in this build their Go twins, which give the same

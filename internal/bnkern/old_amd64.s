@@ -39,7 +39,7 @@
 // For each of n4 groups of four rows and each block: d_i = x_i − k,
 // p1 += float64((d0+d1)+(d2+d3)), p2 += float64((d0²+d1²)+(d2²+d3²)).
 // SI is the group's first row.
-TEXT ·stats(SB), NOSPLIT, $0-56
+TEXT ·old_stats(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ k+8(FP), DI
 	MOVQ p1+16(FP), R8
@@ -93,7 +93,7 @@ stats_block:
 // For each of n4 groups of four rows and each block:
 // p1 += float64((g0+g1)+(g2+g3)),
 // p2 += float64((g0·(x0−m) + g1·(x1−m)) + (g2·(x2−m) + g3·(x3−m))).
-TEXT ·gradSums(SB), NOSPLIT, $0-64
+TEXT ·old_gradSums(SB), NOSPLIT, $0-64
 	MOVQ dy+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ m+16(FP), R8
@@ -162,7 +162,7 @@ gs_block:
 	ST      Y0, (R12)(AX*1)
 
 // func norm(x, y, mu, k, beta *float32, rows, nb, stride int)
-TEXT ·norm(SB), NOSPLIT, $0-64
+TEXT ·old_norm(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), R11
 	MOVQ y+8(FP), R12
 	MOVQ mu+16(FP), R8
@@ -191,7 +191,7 @@ norm_block:
 // func normNT(x, y, mu, k, beta *float32, rows, nb, stride int)
 //
 // norm with non-temporal stores (y and stride 32-byte aligned).
-TEXT ·normNT(SB), NOSPLIT, $0-64
+TEXT ·old_normNT(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), R11
 	MOVQ y+8(FP), R12
 	MOVQ mu+16(FP), R8
@@ -231,7 +231,7 @@ normnt_block:
 	ST      Y0, (R13)(AX*1)
 
 // func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int)
-TEXT ·gradDx(SB), NOSPLIT, $0-80
+TEXT ·old_gradDx(SB), NOSPLIT, $0-80
 	MOVQ dy+0(FP), R11
 	MOVQ x+8(FP), R12
 	MOVQ dx+16(FP), R13
@@ -263,7 +263,7 @@ dx_block:
 // func gradDxNT(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int)
 //
 // gradDx with non-temporal stores (dx and stride 32-byte aligned).
-TEXT ·gradDxNT(SB), NOSPLIT, $0-80
+TEXT ·old_gradDxNT(SB), NOSPLIT, $0-80
 	MOVQ dy+0(FP), R11
 	MOVQ x+8(FP), R12
 	MOVQ dx+16(FP), R13
@@ -296,7 +296,7 @@ dxnt_block:
 // func scale(dy, dx, k *float32, rows, nb, stride int)
 //
 // dx = dy·k.
-TEXT ·scale(SB), NOSPLIT, $0-48
+TEXT ·old_scale(SB), NOSPLIT, $0-48
 	MOVQ dy+0(FP), R11
 	MOVQ dx+8(FP), R12
 	MOVQ k+16(FP), R8
