@@ -1,4 +1,4 @@
-//go:build amd64 && !noasm
+//go:build amd64 && !noasm && !gccgo && !safe
 
 #include "textflag.h"
 
@@ -88,7 +88,7 @@
 	VBROADCASTSD X15, Y15
 
 // func fwd32(y, x, tab *float32, l, n, rows int)
-TEXT ·fwd32(SB), NOSPLIT, $0-48
+TEXT ·old_fwd32(SB), NOSPLIT, $0-48
 	FWDARGS
 	LEAQ (AX)(AX*1), R13
 
@@ -130,7 +130,7 @@ fwdnext:
 	RET
 
 // func fwdDiv32(y, x, tab *float32, l, n, rows int)
-TEXT ·fwdDiv32(SB), NOSPLIT, $0-48
+TEXT ·old_fwdDiv32(SB), NOSPLIT, $0-48
 	FWDARGS
 	LEAQ (AX*4), R13
 
@@ -210,7 +210,7 @@ divnext:
 	VMOVUPD Y5, aoff2(R10)(BX*1)
 
 // func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64)
-TEXT ·grad32(SB), NOSPLIT, $0-64
+TEXT ·old_grad32(SB), NOSPLIT, $0-64
 	MOVQ bi+0(FP), DI
 	MOVQ gs+8(FP), R13
 	MOVQ x+16(FP), SI
@@ -314,7 +314,7 @@ gradnext:
 	VMOVUPS Y4, off(DI)
 
 // func adj32(out, dbi, x, tab *float32, l, n, rows int)
-TEXT ·adj32(SB), NOSPLIT, $0-56
+TEXT ·old_adj32(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), DI
 	MOVQ dbi+8(FP), R13
 	MOVQ x+16(FP), SI
@@ -429,7 +429,7 @@ adjnext:
 	ADDQ     $8, R11
 
 // func fwd64(y, x, tab *float64, l, n, rows int)
-TEXT ·fwd64(SB), NOSPLIT, $0-48
+TEXT ·old_fwd64(SB), NOSPLIT, $0-48
 	FWDARGS64
 	LEAQ (AX)(AX*1), R13
 
@@ -471,7 +471,7 @@ f64next:
 	RET
 
 // func fwdDiv64(y, x, tab *float64, l, n, rows int)
-TEXT ·fwdDiv64(SB), NOSPLIT, $0-48
+TEXT ·old_fwdDiv64(SB), NOSPLIT, $0-48
 	FWDARGS64
 	LEAQ (AX*4), R13
 
@@ -538,7 +538,7 @@ d64next:
 	VMOVUPD Y3, off(R10)(AX*1)
 
 // func grad64(bi, gs, x, tab *float64, l, n, rows int, acc *float64)
-TEXT ·grad64(SB), NOSPLIT, $0-64
+TEXT ·old_grad64(SB), NOSPLIT, $0-64
 	MOVQ bi+0(FP), DI
 	MOVQ gs+8(FP), R13
 	MOVQ x+16(FP), SI
@@ -635,7 +635,7 @@ g64next:
 	VMOVUPD Y4, off(DI)
 
 // func adj64(out, dbi, x, tab *float64, l, n, rows int)
-TEXT ·adj64(SB), NOSPLIT, $0-56
+TEXT ·old_adj64(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), DI
 	MOVQ dbi+8(FP), R13
 	MOVQ x+16(FP), SI
