@@ -18,7 +18,7 @@ var tier = cpu.Tier()
 // to compare the two.
 var useAsm = true
 
-// The Go twins of the AVX2 block kernels of kernel_amd64.s, with the same
+// The Go twins of the block kernels of kernel_amd64.go, with the same
 // names, signatures and results: the same IEEE operations in the same
 // order (every product converted to float32 explicitly, so the compiler
 // cannot fuse it into a multiply-add). x (and the other row operands)

@@ -8,7 +8,7 @@ import (
 	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
-// Go twins of the assembly kernels of kernel_amd64.s, of the same names
+// Go twins of the assembly kernels of kernel_amd64.go, of the same names
 // and signatures, for other architectures and the noasm build tag: each
 // is the Go loop its assembly equals, over slices of the pointers (the
 // table from its first position: rows−1 whole rows and n positions of the
