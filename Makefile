@@ -4,9 +4,11 @@ GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
 GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
+# Cases generated in this repository from independent references (testdata/golden-tapegrad/).
+GOLDEN_FILES += testdata/golden-tapegrad/conv2d_int32.json
 FUZZTIME ?= 20s
 
-.PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help
+.PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help test-mpi train-mpi mpi-deps
 
 all: test
 
@@ -24,6 +26,8 @@ help:
 	@echo "make train       the full training run (QAT=1 for quantisation-aware training)"
 	@echo "make bench-compare  same-run comparison with PyTorch (THREADS=1|2; make bench-deps first)"
 	@echo "make train-compare  same-run epoch times of the example and its PyTorch twin (TRAIN_THREADS=2, EPOCHS_CMP=1, ROUNDS=2)"
+	@echo "make test-mpi    the data-parallel tests under mpirun (-tags mpi; needs OpenMPI: make mpi-deps)"
+	@echo "make train-mpi   the full run data-parallel on NP=$(NP) MPI ranks (NP_THREADS threads each)"
 
 test: vet fmt-check gen-check unit gradcheck-quick conformance
 
@@ -34,7 +38,7 @@ CI_FUZZTIME ?= 10s
 ci: test race noasm
 	$(MAKE) fuzz FUZZTIME=$(CI_FUZZTIME)
 
-RACE_PKGS ?= ./autodiff/ ./registry/ ./internal/parallel/ ./internal/gemm/ ./nn/ ./optim/
+RACE_PKGS ?= ./autodiff/ ./registry/ ./internal/parallel/ ./internal/gemm/ ./nn/ ./nn/dist/ ./optim/
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
@@ -129,3 +133,23 @@ EPOCHS_CMP ?= 1
 ROUNDS ?= 2
 train-compare:
 	sh examples/fashionmnist/compare_epochs.sh $(TRAIN_THREADS) $(EPOCHS_CMP) $(ROUNDS)
+
+# Data parallelism on MPI (nn/dist; docs/DISTRIBUTED.md). The MPI code is
+# built only with -tags mpi (cgo, OpenMPI found by pkg-config); the tests
+# start 2 ranks with mpirun on this machine.
+MPIRUN ?= mpirun --allow-run-as-root --oversubscribe
+NP ?= 2
+NP_THREADS ?= 1
+mpi-deps:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev pkg-config gcc
+
+test-mpi:
+	$(GO) test -count=1 -tags mpi ./nn/dist/
+	$(GO) test -count=1 -tags mpi -run MPI ./examples/fashionmnist/
+
+# The full run (needs `make data`) on NP ranks, global batch 64 as `make train`.
+train-mpi:
+	@mkdir -p $(OUT)
+	$(GO) build -tags mpi -o $(OUT)/fashionmnist-mpi ./examples/fashionmnist
+	$(MPIRUN) -np $(NP) $(OUT)/fashionmnist-mpi -dist -threads $(NP_THREADS) -data /usr/share/datasets/fashion-mnist -epochs $(EPOCHS) \
+		$(if $(QAT),-qat) -checkpoint $(OUT)/train-mpi$(if $(QAT),-qat).safetensors -plot $(OUT)/train-mpi$(if $(QAT),-qat).png

@@ -7,6 +7,7 @@ require (
 	github.com/mmcloughlin/avo v0.6.0
 	github.com/schollz/progressbar/v3 v3.17.1
 	golang.org/x/sys v0.30.0
+	golang.org/x/term v0.26.0
 	gonum.org/v1/plot v0.15.0
 	gorgonia.org/tensor v0.9.24
 )
@@ -33,7 +34,6 @@ require (
 	golang.org/x/image v0.21.0 // indirect
 	golang.org/x/mod v0.23.0 // indirect
 	golang.org/x/sync v0.11.0 // indirect
-	golang.org/x/term v0.26.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
 	golang.org/x/tools v0.30.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect

@@ -171,7 +171,7 @@ func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value,
 	}
 	for id := range t.vals {
 		if p := t.vals[id].param; p != nil && p.version != t.vals[id].version {
-			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: parameter %q changed (version %d → %d) after use on this tape", ErrModified, p.Name, t.vals[id].version, p.version))
+			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: parameter %q changed (version %d → %d) after use on this tape: call tape.Reset() at the start of each step", ErrModified, p.Name, t.vals[id].version, p.version))
 		}
 	}
 	res, err := t.gradPass(targets, sources, upstream, opts.CreateGraph)
@@ -250,7 +250,15 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	dy := t.dyBuf[:0]
 	nv := &t.nv
 	defer func() { clear(t.dyBuf); clear(nv.ins); clear(nv.outs) }()
+	if t.ready.on {
+		t.readyStart(sources)
+	}
 	for ni := maxNode; ni >= 0; ni-- {
+		if t.ready.on {
+			if err := t.readyFire(e, sources, ni); err != nil {
+				return nil, err
+			}
+		}
 		nd := t.nodes[ni]
 		if t.ids[nd.out0] < minSrc {
 			break
@@ -265,6 +273,9 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 		if !has || !needs {
 			t.afterNode(ni, int32(len(t.vals)))
 			continue
+		}
+		if t.anom != nil {
+			t.anom.at(t, int32(ni))
 		}
 		made := int32(len(t.vals))
 		dy = dy[:0]
@@ -292,21 +303,23 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			}
 			gv, ok := unbox(g)
 			if !ok {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g)}
+				return nil, t.gradError(ni, i, fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g))
 			}
 			if err := t.check(gv); err != nil {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: err}
+				return nil, t.gradError(ni, i, err)
 			}
 			in := t.vals[id].d
 			gd := t.vals[gv.id].d
 			if gd.Dtype() != in.Dtype() || !tensorx.SameShape(gd.Shape(), in.Shape()) {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward",
-					Err: fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape())}
+				return nil, t.gradError(ni, i, fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape()))
 			}
 			t.acc[id] = append(t.acc[id], gv.id)
 			t.hold(gv.id)
 		}
 		t.afterNode(ni, made)
+	}
+	if t.anom != nil {
+		t.anom.at(t, -1)
 	}
 	res = t.values(len(sources))
 	for i, s := range sources {
@@ -358,32 +371,37 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []registry.Value, err error) {
 	nd := t.nodes[nv.idx]
 	op := nd.op
+	if err := t.spend(nv.idx); err != nil {
+		return nil, err
+	}
 	switch op.GradKind() {
 	case registry.GradUnset:
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: op %s has no registered gradient", ErrNoGradient, op.Name)}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: op %s has no registered gradient", ErrNoGradient, op.Name))
 	case registry.GradNone:
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason())}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason()))
 	case registry.GradZero:
 		return t.ifaces(int(nd.nin)), nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			if t.err != nil {
+				t.locateGradFailure(nv.idx)
 				grads, err = nil, t.err
 				return
 			}
-			grads, err = nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r)}
+			grads, err = nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r))
 		}
 	}()
 	grads, err = op.Gradient()(e, nv, dy)
 	if t.err != nil {
+		t.locateGradFailure(nv.idx)
 		return nil, t.err
 	}
 	if err != nil {
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: err}
+		return nil, t.gradError(nv.idx, -1, err)
 	}
 	if len(grads) != int(nd.nin) {
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient returned %d values for %d inputs", ErrInternal, len(grads), nd.nin)}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: gradient returned %d values for %d inputs", ErrInternal, len(grads), nd.nin))
 	}
 	return grads, nil
 }
@@ -391,8 +409,18 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 // Backward computes the gradient of target (seeded with ones, as
 // TensorFlow does for a non-scalar target) with respect to every trainable
 // parameter bound to the tape, and adds it into the parameters' Grad. The
-// gradients are added only if the whole pass succeeds.
-func (t *Tape) Backward(target Value) error {
+// gradients are added only if the whole pass succeeds. A hook set with
+// OnGradReady sees each parameter's gradient as soon as it is final.
+//
+// Two mistakes that would otherwise train nothing, or train wrongly, are
+// errors: a target that depends on no trainable parameter bound to the
+// tape (ErrNoGradient, naming them), and a second Backward through ops an
+// earlier Backward of the same recording ran through (ErrBackwardTwice; see
+// BackwardOpts.RetainGraph).
+func (t *Tape) Backward(target Value) error { return t.BackwardWith(target, BackwardOpts{}) }
+
+// BackwardWith is Backward with options.
+func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 	if t.failed() {
 		return t.err
 	}
@@ -406,12 +434,24 @@ func (t *Tape) Backward(target Value) error {
 	t.bwSrcs, t.bwParams = srcs, ps
 	defer clear(t.bwParams)
 	t.bwTarget[0] = target
+	t.bwMode = bwSpend
+	if opts.RetainGraph {
+		t.bwMode = bwRetain
+	}
 	t.lv.consume = true
+	t.readyBegin(ps)
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
 	t.lv.consume = false
+	t.bwMode = bwGrad
 	if err != nil {
+		t.ready.readyEnd()
 		return err
 	}
+	if err := t.checkReached(target, ps); err != nil {
+		t.ready.readyEnd()
+		return err
+	}
+	t.readyFinish(grads)
 	// All or nothing: check every parameter before adding into any.
 	for i, g := range grads {
 		if err := ps[i].checkGrad(t.vals[g.id].d); err != nil {

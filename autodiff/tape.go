@@ -61,6 +61,7 @@ type Tape struct {
 	ids    []int32
 	params map[*Param]int32
 	err    error
+	anom   *anomaly // anomaly detection state, nil when off (anomaly.go)
 	arena  arena
 	kc     registry.KernelCtx
 	inBuf  []*tensor.Dense
@@ -76,11 +77,17 @@ type Tape struct {
 	bwParams []*Param
 	bwTarget [1]Value
 	sumBuf   []Value
-	lv       liveness // backward-pass liveness (liveness.go)
+	lv       liveness  // backward-pass liveness (liveness.go)
+	ready    gradReady // OnGradReady (gradready.go)
 
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value
 	islab []registry.Value
+
+	pcs    []uintptr // call stacks of the recorded ops (callsite.go)
+	pcsGen uint32    // the generation pcs belongs to
+	spent  []uint32  // per node: the generation in which a Backward ran through it (backward.go)
+	bwMode uint8     // what the gradient pass does with spent nodes (backward.go)
 }
 
 type valRec struct {
@@ -97,6 +104,7 @@ type node struct {
 	attrs      any
 	in0, nin   int32
 	out0, nout int32
+	pc0, npc   int32 // the call stack the op was applied from: pcs[pc0 : pc0+npc]
 }
 
 // tapeGen numbers tapes (the high bits of their generation), so that a
@@ -438,14 +446,18 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	outs, err := registry.RunNormalized(def, &t.kc, na, t.inBuf)
 	clear(t.inBuf)
 	if err != nil {
-		t.fail(def.Name, -1, phase, err)
+		t.fail(def.Name, registry.ErrorInput(err), phase, err)
 		return false
 	}
-	req = req && record && def.GradKind() != registry.GradZero
+	gk := def.GradKind()
+	req = req && record && gk != registry.GradZero
 	nodeIdx := int32(-1)
 	if req {
 		nodeIdx = int32(len(t.nodes))
 		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
+		if t.anom == nil && needsCallSite(def, gk) { // anomaly detection keeps its own
+			n.pc0, n.npc = t.recordCallSite()
+		}
 		for _, v := range in {
 			t.ids = append(t.ids, v.id)
 		}
@@ -463,6 +475,9 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	}
 	for _, d := range outs {
 		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req, live: live})
+	}
+	if t.anom != nil {
+		return t.anom.check(t, def, in, len(outs), nodeIdx, phase)
 	}
 	return true
 }

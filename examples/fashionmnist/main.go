@@ -3,11 +3,13 @@
 // with -qat quantisation-aware training (FakeQuantWithMinMaxVarsPerChannel
 // on the weights, per-tensor fake quantisation of the activations).
 //
-// It shows a live progress bar per epoch (loss, accuracy, examples/s, ETA),
-// evaluates on the test set after every epoch, writes a checkpoint (model,
-// batch-norm statistics, fake-quant ranges, optimizer and data-loader state)
-// and a PNG plot of the curves, and resumes from the checkpoint with
-// -resume. The last line it prints is "test accuracy: 0.XXXX".
+// It shows a live progress bar per epoch (loss, accuracy, examples/s, ETA)
+// on a terminal, a plain line every -log-every otherwise (no carriage
+// returns in logs), evaluates on the test set after every epoch, writes a
+// checkpoint (model, batch-norm statistics, fake-quant ranges, optimizer
+// and data-loader state) and a PNG plot of the curves, and resumes from
+// the checkpoint with -resume. The last line it prints is
+// "test accuracy: 0.XXXX".
 //
 //	go run ./examples/fashionmnist                      # bundled 6000/1000 subset
 //	go run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs 20
@@ -24,7 +26,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
@@ -46,7 +47,9 @@ type config struct {
 	resume     bool
 	plot       string
 	progress   bool
+	logEvery   time.Duration // plain progress lines when not on a terminal
 	stopAfter  int
+	dist       distConfig // -dist (dist.go)
 }
 
 func main() {
@@ -62,11 +65,17 @@ func main() {
 	flag.StringVar(&c.checkpoint, "checkpoint", "fashionmnist.safetensors", "checkpoint file, written after every epoch")
 	flag.BoolVar(&c.resume, "resume", false, "resume from -checkpoint")
 	flag.StringVar(&c.plot, "plot", "fashionmnist.png", "PNG plot of the loss and accuracy curves ('' for none)")
-	flag.BoolVar(&c.progress, "progress", true, "show a progress bar")
+	flag.BoolVar(&c.progress, "progress", true, "show the progress within each epoch: a live bar on a terminal, else a plain line every -log-every")
+	flag.DurationVar(&c.logEvery, "log-every", 30*time.Second, "interval of the plain progress lines when the output is not a terminal")
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
+	registerDistFlags(&c.dist)
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fashionmnist:", err)
+		if activeComm != nil {
+			activeComm.Abort(1) // end the other ranks too
+		}
 		os.Exit(1)
 	}
 }
@@ -92,7 +101,12 @@ func run(c config, stdout, stderr io.Writer) error {
 	if c.epochs < 1 || c.batch < 1 || c.threads < 1 || !(c.lr > 0) {
 		return errors.New("-epochs, -batch, -threads and -lr must be positive")
 	}
-	runtime.GOMAXPROCS(c.threads)
+	ds, err := startDist(&c) // nil unless -dist
+	if err != nil {
+		return err
+	}
+	stdout, stderr = ds.quiet(stdout, stderr)
+	runtime.GOMAXPROCS(c.threads + ds.extraProcs())
 	if c.dataDir == "" {
 		c.dataDir = defaultDataDir()
 	}
@@ -110,7 +124,7 @@ func run(c config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch, Shuffle: true, Seed: uint64(c.seed), DropLast: true})
+	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size()})
 	if err != nil {
 		return err
 	}
@@ -143,41 +157,37 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "resumed from %s after epoch %d\n", c.checkpoint, start)
 	}
-	fmt.Fprintf(stdout, "data %s: %d training, %d test examples; %d epochs of %d steps, batch %d, %d threads%s\n",
-		c.dataDir, loader.Len(), test.Len(), c.epochs, loader.NumBatches(), c.batch, c.threads, map[bool]string{true: ", QAT"}[c.qat])
+	fmt.Fprintf(stdout, "data %s: %d training, %d test examples; %d epochs of %d steps, batch %d, %d threads%s%s\n",
+		c.dataDir, loader.Len(), test.Len(), c.epochs, loader.NumBatches(), c.batch, c.threads, map[bool]string{true: ", QAT"}[c.qat], ds.describe(c.batch))
 
 	tape := autodiff.NewTape(autodiff.Threads(c.threads), autodiff.Seed(c.seed))
 	evalTape := autodiff.NewTape(autodiff.Threads(c.threads), autodiff.NoGrad(), autodiff.Training(false))
+	if err := ds.attach(model, tape); err != nil {
+		return err
+	}
 	end := c.epochs
 	if c.stopAfter > 0 && c.stopAfter < end {
 		end = c.stopAfter
 	}
 	acc, evaluated := 0.0, false // the last epoch's test accuracy
 	for epoch := start; epoch < end; epoch++ {
-		var bar *progressbar.ProgressBar
-		if c.progress {
-			bar = progressbar.NewOptions(loader.NumBatches(),
-				progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch+1, c.epochs)),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(200*time.Millisecond),
-				progressbar.OptionClearOnFinish(),
-			)
-		}
+		prog := newProgress(c, stdout, stderr, epoch, loader.NumBatches())
 		t0 := time.Now()
 		var lossSum float64
-		var correct, seen int
+		var correct, seen, steps int
 		for loader.Next() {
 			b := loader.Batch()
 			step := opt.Steps()
 			tape.Reset()
 			// The tape's random source (dropout, pooling regions) restarts
 			// from the step number, so a resumed run is bit-identical.
-			tape.Reseed(c.seed*1_000_003 + int64(step))
+			tape.Reseed(c.seed*1_000_003 + int64(step) + ds.seedOffset())
 			logits := model.Forward(tape, tape.Constant(b.X))
 			loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(b.Y))
 			if err := tape.Backward(loss); err != nil {
+				return err
+			}
+			if err := ds.wait(); err != nil { // gradients averaged over the ranks
 				return err
 			}
 			if err := opt.Step(); err != nil {
@@ -194,16 +204,18 @@ func run(c config, stdout, stderr io.Writer) error {
 			lossSum += l * float64(b.Size)
 			correct += n
 			seen += b.Size
-			if bar != nil {
-				el := time.Since(t0).Seconds()
-				bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f acc %.4f %5.0f ex/s", epoch+1, c.epochs, lossSum/float64(seen), float64(correct)/float64(seen), float64(seen)/el))
-				bar.Add(1)
-			}
+			steps++
+			prog.step(steps, lossSum/float64(seen), float64(correct)/float64(seen), float64(seen*ds.size())/time.Since(t0).Seconds())
 		}
-		if bar != nil {
-			bar.Finish()
-		}
+		prog.finish()
 		secs := time.Since(t0).Seconds()
+		if lossSum, correct, seen, err = ds.totals(lossSum, correct, seen); err != nil {
+			return err
+		}
+		distNote, err := ds.endEpoch()
+		if err != nil {
+			return err
+		}
 		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
 			return err
 		}
@@ -212,12 +224,13 @@ func run(c config, stdout, stderr io.Writer) error {
 		history = append(history, st)
 		fmt.Fprintf(stdout, "epoch %d/%d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f\n",
 			epoch+1, c.epochs, st.Loss, st.TrainAcc, secs, float64(seen)/secs, acc)
-		if c.checkpoint != "" {
+		fmt.Fprint(stdout, distNote)
+		if c.checkpoint != "" && ds.root() {
 			if err := nn.SaveCheckpoint(c.checkpoint, model, opt, save(epoch+1, history, loader)); err != nil {
 				return err
 			}
 		}
-		if c.plot != "" {
+		if c.plot != "" && ds.root() {
 			if err := plotHistory(c.plot, history); err != nil {
 				return err
 			}
@@ -229,7 +242,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "test accuracy: %.4f\n", acc)
-	return nil
+	return ds.close()
 }
 
 // evaluateFn is evaluate, which run calls through it (tests count the

@@ -23,6 +23,16 @@ type LoaderOptions struct {
 	// DropLast skips the last batch of an epoch when it would be smaller
 	// than BatchSize; by default it is delivered, smaller.
 	DropLast bool
+	// Ranks > 1 makes the loader deliver rank Rank's shard of every batch
+	// of a data-parallel run (package nn/dist): the epoch's order is the
+	// same on every rank (same Seed), cut into global batches of
+	// BatchSize·Ranks examples, and rank r gets the r-th BatchSize
+	// examples of each. So Ranks loaders together deliver exactly the
+	// batches one loader of batch BatchSize·Ranks would. Sharding requires
+	// DropLast (every rank must run the same number of equal steps); Len
+	// is still the dataset's size, Pos and NumBatches count global
+	// examples and batches.
+	Rank, Ranks int
 }
 
 // Batch is one batch of examples. A Loader returns the same *Batch every
@@ -87,6 +97,12 @@ func NewLoader(x, y *tensor.Dense, opts LoaderOptions) (*Loader, error) {
 	}
 	if x == nil {
 		return nil, fmt.Errorf("NewLoader: nil inputs")
+	}
+	if opts.Ranks > 1 && (opts.Rank < 0 || opts.Rank >= opts.Ranks || !opts.DropLast) {
+		return nil, fmt.Errorf("NewLoader: shard %d of %d ranks: want 0 <= Rank < Ranks, and DropLast", opts.Rank, opts.Ranks)
+	}
+	if opts.Ranks < 0 || (opts.Ranks <= 1 && opts.Rank != 0) {
+		return nil, fmt.Errorf("NewLoader: shard %d of %d ranks: Rank must be 0 unless Ranks > 1", opts.Rank, opts.Ranks)
 	}
 	cx, err := checkRows("inputs", x)
 	if err != nil {
@@ -198,6 +214,24 @@ func bounded(src *rand.PCG, n uint64) int {
 func (l *Loader) Next() bool {
 	bs := l.opts.BatchSize
 	size := bs
+	if l.opts.Ranks > 1 { // DropLast is set
+		g := l.global()
+		if l.pos+g > l.n {
+			l.epoch++
+			l.pos = 0
+			l.makePerm()
+			return false
+		}
+		start := l.pos + l.opts.Rank*bs
+		idx := l.perm[start : start+bs]
+		gatherRows(l.fullX, l.x, idx)
+		if l.y != nil {
+			gatherRows(l.fullY, l.y, idx)
+		}
+		l.batch = Batch{X: l.fullX, Y: l.fullY, Size: bs, Indices: idx}
+		l.pos += g
+		return true
+	}
 	if l.pos+bs > l.n {
 		size = l.n - l.pos
 		if size <= 0 || l.opts.DropLast {
@@ -246,6 +280,9 @@ func gather[T tensorx.Elem](dst, src []T, idx []int) {
 	}
 }
 
+// global returns the number of examples per step over all ranks.
+func (l *Loader) global() int { return l.opts.BatchSize * max(l.opts.Ranks, 1) }
+
 // Batch returns the batch filled by the last successful Next.
 func (l *Loader) Batch() *Batch { return &l.batch }
 
@@ -255,7 +292,7 @@ func (l *Loader) Len() int { return l.n }
 // NumBatches returns the number of batches per epoch.
 func (l *Loader) NumBatches() int {
 	if l.opts.DropLast {
-		return l.n / l.opts.BatchSize
+		return l.n / l.global()
 	}
 	return (l.n + l.opts.BatchSize - 1) / l.opts.BatchSize
 }
@@ -276,8 +313,8 @@ func (l *Loader) State() LoaderState {
 // batches are those that followed when s was taken. Pos must be a multiple
 // of the batch size or the number of examples.
 func (l *Loader) SetState(s LoaderState) error {
-	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.opts.BatchSize != 0 && s.Pos != l.n) {
-		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.opts.BatchSize)
+	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.global() != 0 && s.Pos != l.n) {
+		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.global())
 	}
 	l.opts.Seed, l.epoch, l.pos = s.Seed, s.Epoch, s.Pos
 	l.makePerm()
