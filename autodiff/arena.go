@@ -45,11 +45,15 @@ var (
 // capacity that holds it (the one made first among equals), so memory
 // freed by one shape serves the next, whatever its shape, as long as the
 // block is not more than maxWaste times too large; otherwise a new block
-// is made, of exactly the requested size. The *tensor.Dense headers are kept with their block, a few shapes
-// per block (creating one costs several allocations in gorgonia.org/tensor):
-// a program that repeats the same steps makes the same requests in the
-// same order from the same free blocks, so after its first step every
-// request finds its block and its header, and nothing is allocated.
+// is made, of exactly the requested size, and the largest free block
+// smaller than that (if not far smaller, and not under minEvict bytes) is
+// dropped, so the pool does not keep blocks its requests have outgrown.
+// The *tensor.Dense headers are kept with their block, one per shape (up
+// to maxHeaders; creating one costs several allocations in
+// gorgonia.org/tensor). A program that repeats the same steps makes the
+// same requests in the same order, so after a few steps (the first ones
+// settle the pool) every request finds the same block and header as in
+// the step before, and nothing is allocated.
 type arena struct {
 	free   map[tensor.Dtype][]*block // free blocks by ascending (capacity, id)
 	all    map[tensor.Dtype][]*block // every block, by ascending (capacity, id)
@@ -74,8 +78,13 @@ type block struct {
 // large request would then miss) for as long as it lives.
 const maxWaste = 4
 
+// minEvict is the size in bytes of the smallest block evict drops: small
+// blocks stay (they cost little), so the pool of a repeated step settles
+// within a few steps.
+const minEvict = 64 << 10
+
 // maxHeaders is the most headers (shapes) a block keeps.
-const maxHeaders = 4
+const maxHeaders = 32
 
 func (a *arena) init() {
 	if a.free == nil {
@@ -133,7 +142,7 @@ func (a *arena) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense,
 		l[len(l)-1] = nil
 		a.free[dt] = l[:len(l)-1]
 	} else {
-		if i > 0 && l[i-1].cap*maxWaste >= n {
+		if i > 0 && l[i-1].cap*maxWaste >= n && l[i-1].size >= minEvict {
 			a.evict(dt, i-1)
 		}
 		mem, err := tensorx.Zeros(dt, []int{n})

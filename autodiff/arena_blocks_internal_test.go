@@ -65,23 +65,31 @@ func TestArenaReusesAcrossShapes(t *testing.T) {
 }
 
 // TestArenaEvictsOutgrownBlocks: when no free block is large enough, the
-// largest smaller free one (unless far smaller) makes way for the new one,
-// so a pool does not keep blocks that no request of its steps fits.
+// largest smaller free one makes way for the new one (unless it is far
+// smaller, or small: under minEvict bytes), so a pool does not keep large
+// blocks that no request of its steps fits.
 func TestArenaEvictsOutgrownBlocks(t *testing.T) {
+	const k = minEvict / 4 // float32 elements of a minEvict block
 	var a arena
-	s := mustAlloc(t, &a, tensor.Float32, 40)
+	s := mustAlloc(t, &a, tensor.Float32, k)
+	small := mustAlloc(t, &a, tensor.Float32, k/2) // under minEvict bytes
 	tiny := mustAlloc(t, &a, tensor.Float32, 2)
 	a.Release(s)
+	a.Release(small)
 	a.Release(tiny)
-	l := mustAlloc(t, &a, tensor.Float32, 100)
-	if blockOf(t, &a, l).cap != 100 {
+	l := mustAlloc(t, &a, tensor.Float32, 2*k)
+	if blockOf(t, &a, l).cap != 2*k {
 		t.Fatal("no new block")
 	}
-	if want := int64((100 + 2) * 4); a.pooled != want {
-		t.Fatalf("pooled %d bytes, want %d (the 40-element block evicted, the 2-element one kept)", a.pooled, want)
+	if want := int64((2*k + k/2 + 2) * 4); a.pooled != want {
+		t.Fatalf("pooled %d bytes, want %d (the %d-element block evicted, the smaller ones kept)", a.pooled, want, k)
 	}
-	if len(a.free[tensor.Float32]) != 1 || len(a.all[tensor.Float32]) != 2 {
+	if len(a.free[tensor.Float32]) != 2 || len(a.all[tensor.Float32]) != 3 {
 		t.Fatalf("%d free, %d blocks", len(a.free[tensor.Float32]), len(a.all[tensor.Float32]))
+	}
+	m := mustAlloc(t, &a, tensor.Float32, k) // small (k/2) is under minEvict: kept
+	if blockOf(t, &a, m).cap != k || len(a.all[tensor.Float32]) != 4 {
+		t.Fatalf("a %d-element request: block of %d, %d blocks", k, blockOf(t, &a, m).cap, len(a.all[tensor.Float32]))
 	}
 }
 

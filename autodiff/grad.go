@@ -438,7 +438,7 @@ func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 	if opts.RetainGraph {
 		t.bwMode = bwRetain
 	}
-	t.lv.consume = true
+	t.lv.consume = !opts.RetainGraph // the last Backward of a recording releases what it read
 	t.readyBegin(ps)
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
 	t.lv.consume = false
@@ -463,6 +463,5 @@ func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 			return t.fail("", -1, "backward", err)
 		}
 	}
-	t.releaseGrads(grads)
 	return nil
 }

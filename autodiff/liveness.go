@@ -21,16 +21,18 @@ import "fmt"
 // backward pass: on a NoGrad tape that is every declared value, so
 // inference with a Sequential holds only a layer's input, its temporaries
 // and its output at a time. A value a recorded op saved is released by
-// Backward, right after the last gradient function that reads it has run
-// (Backward consumes the recording: Grad, which may be called again on the
-// same recording, releases no forward value).
+// Backward, right after the last gradient function that reads it has run:
+// Backward consumes the recording, as it spends its ops (ErrBackwardTwice).
+// A Backward with BackwardOpts.RetainGraph, and Grad, which may be called
+// again on the same recording, release no forward value; a Grad after a
+// consuming Backward fails with ErrReleased.
 //
 // In the backward pass (Backward and Grad without CreateGraph), the
 // gradients the pass computes along the way (seeds, the contributions of
 // gradient functions, their sums and temporaries) are released as soon as
 // the gradient function of the value they belong to has consumed them. The
-// gradients Grad returns are never released, and Backward adds its
-// gradients into Param.Grad, which lives outside the tape. With
+// gradients Grad returns are never released, nor those Backward adds into
+// Param.Grad (they stay valid until Reset, for OnGradReady's hook). With
 // CreateGraph nothing is released: the recorded backward pass reads it
 // all.
 //
@@ -200,10 +202,8 @@ func (t *Tape) MemStats() MemStats {
 // pass walks it, gives every value the last node (in the pass's order:
 // the smallest index) whose gradient function may read it, as an input or
 // output of that node: after that node, the value's forward buffer is no
-// longer needed, and, for a leaf such as a parameter, no more
-// contributions to its gradient will come (its gradient is final). The
-// gradients themselves are reference-counted: a gradient lives while a
-// list of contributions (Tape.acc) holds it.
+// longer needed. The gradients themselves are reference-counted: a
+// gradient lives while a list of contributions (Tape.acc) holds it.
 
 // noUse is the last use of a value that no gradient function reads.
 const noUse = int32(1<<31 - 1)
@@ -278,6 +278,9 @@ func (t *Tape) plan(targets, sources []Value, maxNode int, minSrc int32, create 
 		}
 		for _, id := range t.ids[nd.in0 : nd.out0+nd.nout] {
 			if t.vals[id].live&liveReleased != 0 {
+				if t.bwMode != bwGrad && ni < len(t.spent) && t.spent[ni] == t.gen {
+					return t.spend(ni) // ErrBackwardTwice says more
+				}
 				return fmt.Errorf("%w: the gradient of %s needs a value that Backward released (Backward consumes a recording; Grad may be called repeatedly on one)", ErrReleased, nd.op.Name)
 			}
 			lv.last[id] = int32(ni)
@@ -309,16 +312,6 @@ func growZero[T int32 | uint8](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
-}
-
-// lastUse returns the last node of the current pass whose gradient
-// function may read value id, or noUse: once the pass has run that node,
-// a leaf's gradient is final.
-func (lv *liveness) lastUse(id int32) int32 {
-	if int(id) < len(lv.last) {
-		return lv.last[id]
-	}
-	return noUse
 }
 
 // hold records that a contribution list holds gradient id.
@@ -390,16 +383,6 @@ func (t *Tape) afterNode(ni int, made int32) {
 	for _, id := range t.ids[nd.in0 : nd.in0+nd.nin+nd.nout] {
 		if lv.last[id] == int32(ni) {
 			t.maybeRelease(id)
-		}
-	}
-}
-
-// releaseGrads releases the gradients Backward has added into the
-// parameters (those the pass made: Backward returns none of them).
-func (t *Tape) releaseGrads(grads []Value) {
-	for _, g := range grads {
-		if g.id >= t.lv.start {
-			t.release(g.id)
 		}
 	}
 }

@@ -236,10 +236,11 @@ func TestBackwardReleases(t *testing.T) {
 			t.Errorf("Grad after Backward without declared values: %v", err)
 		}
 		ms := tp.MemStats()
-		if declare && ms.InUse > 3*n*4 {
-			// x, the loss, and not much else: the chain's four saved
-			// values and every gradient went back.
-			t.Errorf("after Backward %d bytes in use, want at most %d", ms.InUse, 3*n*4)
+		if want := int64(3*n*4 + 4); declare && ms.InUse != want {
+			// x, the chain's output (not declared: the chain's last),
+			// the parameter's gradient and the loss: the chain's other
+			// saved values and every other gradient went back.
+			t.Errorf("after Backward %d bytes in use, want %d", ms.InUse, want)
 		}
 	}
 	if !tensorx.SameShape([]int{len(grads[false])}, []int{len(grads[true])}) {

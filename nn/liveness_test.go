@@ -178,3 +178,46 @@ func TestSequentialReleasesInBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestSequentialRetainGraph: a Backward with RetainGraph releases none of
+// the Sequential's saved values, so a second Backward of the recording
+// works (and adds the same gradients again); a second Backward after one
+// without RetainGraph is ErrBackwardTwice, not a released value's error.
+func TestSequentialRetainGraph(t *testing.T) {
+	x := randF32(t, 2, 4, 6, 6, 1)
+	labels, err := tensorx.New([]int{4}, []int32{0, 2, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stash autodiff.Value
+	seq := NewSequential(livenessModel(&stash)...)
+	tp := autodiff.NewTape(autodiff.Seed(3))
+	loss := SparseSoftmaxCrossEntropy(seq.Forward(tp, tp.Constant(x)), tp.Constant(labels))
+	if err := tp.BackwardWith(loss, autodiff.BackwardOpts{RetainGraph: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stash.Err(); err != nil {
+		t.Fatalf("a saved intermediate after Backward with RetainGraph: %v", err)
+	}
+	var once [][]float32
+	for _, p := range seq.Params() {
+		once = append(once, append([]float32(nil), p.Grad.Float32s()...))
+	}
+	if err := tp.Backward(loss); err != nil {
+		t.Fatalf("second Backward after RetainGraph: %v", err)
+	}
+	for i, p := range seq.Params() {
+		for j, g := range p.Grad.Float32s() {
+			if want := once[i][j] + once[i][j]; g != want {
+				t.Fatalf("%s[%d] after two passes: %v, want %v", p.Name, j, g, want)
+			}
+		}
+	}
+	if err := stash.Err(); !errors.Is(err, autodiff.ErrReleased) {
+		t.Errorf("a saved intermediate after the last Backward: %v, want ErrReleased", err)
+	}
+	err = tp.Backward(loss)
+	if !errors.Is(err, autodiff.ErrBackwardTwice) {
+		t.Errorf("third Backward: %v, want ErrBackwardTwice", err)
+	}
+}
