@@ -9,6 +9,8 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpAbs is the name of the Abs op.
+	OpAbs = "Abs"
 	// OpAddN is the name of the AddN op.
 	OpAddN = "AddN"
 	// OpAddV2 is the name of the AddV2 op.
@@ -23,6 +25,8 @@ const (
 	OpConv2D = "Conv2D"
 	// OpDepthwiseConv2dNative is the name of the DepthwiseConv2dNative op.
 	OpDepthwiseConv2dNative = "DepthwiseConv2dNative"
+	// OpEqual is the name of the Equal op.
+	OpEqual = "Equal"
 	// OpExp is the name of the Exp op.
 	OpExp = "Exp"
 	// OpFakeQuantWithMinMaxArgs is the name of the FakeQuantWithMinMaxArgs op.
@@ -41,26 +45,42 @@ const (
 	OpFusedBatchNorm = "FusedBatchNorm"
 	// OpFusedBatchNormV3 is the name of the FusedBatchNormV3 op.
 	OpFusedBatchNormV3 = "FusedBatchNormV3"
+	// OpGreater is the name of the Greater op.
+	OpGreater = "Greater"
+	// OpGreaterEqual is the name of the GreaterEqual op.
+	OpGreaterEqual = "GreaterEqual"
 	// OpIdentity is the name of the Identity op.
 	OpIdentity = "Identity"
 	// OpInvertPermutation is the name of the InvertPermutation op.
 	OpInvertPermutation = "InvertPermutation"
 	// OpL2Loss is the name of the L2Loss op.
 	OpL2Loss = "L2Loss"
+	// OpLess is the name of the Less op.
+	OpLess = "Less"
+	// OpLessEqual is the name of the LessEqual op.
+	OpLessEqual = "LessEqual"
 	// OpLog is the name of the Log op.
 	OpLog = "Log"
 	// OpLogSoftmax is the name of the LogSoftmax op.
 	OpLogSoftmax = "LogSoftmax"
 	// OpMatMul is the name of the MatMul op.
 	OpMatMul = "MatMul"
+	// OpMaximum is the name of the Maximum op.
+	OpMaximum = "Maximum"
 	// OpMean is the name of the Mean op.
 	OpMean = "Mean"
+	// OpMinimum is the name of the Minimum op.
+	OpMinimum = "Minimum"
 	// OpMul is the name of the Mul op.
 	OpMul = "Mul"
 	// OpNeg is the name of the Neg op.
 	OpNeg = "Neg"
+	// OpNotEqual is the name of the NotEqual op.
+	OpNotEqual = "NotEqual"
 	// OpOnesLike is the name of the OnesLike op.
 	OpOnesLike = "OnesLike"
+	// OpPow is the name of the Pow op.
+	OpPow = "Pow"
 	// OpRealDiv is the name of the RealDiv op.
 	OpRealDiv = "RealDiv"
 	// OpRelu is the name of the Relu op.
@@ -71,8 +91,14 @@ const (
 	OpReshape = "Reshape"
 	// OpRsqrt is the name of the Rsqrt op.
 	OpRsqrt = "Rsqrt"
+	// OpSelect is the name of the Select op.
+	OpSelect = "Select"
+	// OpSelectV2 is the name of the SelectV2 op.
+	OpSelectV2 = "SelectV2"
 	// OpSigmoid is the name of the Sigmoid op.
 	OpSigmoid = "Sigmoid"
+	// OpSign is the name of the Sign op.
+	OpSign = "Sign"
 	// OpSoftmax is the name of the Softmax op.
 	OpSoftmax = "Softmax"
 	// OpSoftmaxCrossEntropyWithLogits is the name of the SoftmaxCrossEntropyWithLogits op.
@@ -98,6 +124,12 @@ const (
 	// OpReducedShape is the name of the tapegrad.ReducedShape op.
 	OpReducedShape = "tapegrad.ReducedShape"
 )
+
+// Abs applies Abs on e: y = |x|.
+// Inputs: x. Output: y.
+func Abs(e registry.Emitter, x registry.Value) registry.Value {
+	return registry.Apply1(e, OpAbs, nil, x)
+}
 
 // AddN applies AddN on e: elementwise sum of one or more tensors of equal shape and dtype.
 // Inputs: inputs. Output: sum.
@@ -139,6 +171,12 @@ func Conv2D(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registr
 // Inputs: input, filter. Output: output.
 func DepthwiseConv2dNative(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filter registry.Value) registry.Value {
 	return registry.Apply1(e, OpDepthwiseConv2dNative, attrs.Boxed(), input, filter)
+}
+
+// Equal applies Equal on e: z = x == y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Equal(e registry.Emitter, attrs registry.Attrs[EqualAttrs], x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpEqual, attrs.Boxed(), x, y)
 }
 
 // Exp applies Exp on e: y = exp(x).
@@ -195,6 +233,18 @@ func FusedBatchNormV3(e registry.Emitter, attrs registry.Attrs[FusedBatchNormAtt
 	return registry.Apply(e, OpFusedBatchNormV3, attrs.Boxed(), x, scale, offset, mean, variance)
 }
 
+// Greater applies Greater on e: z = x > y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Greater(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpGreater, nil, x, y)
+}
+
+// GreaterEqual applies GreaterEqual on e: z = x >= y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func GreaterEqual(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpGreaterEqual, nil, x, y)
+}
+
 // Identity applies Identity on e: y = x (a copy).
 // Inputs: input. Output: output.
 func Identity(e registry.Emitter, input registry.Value) registry.Value {
@@ -211,6 +261,18 @@ func InvertPermutation(e registry.Emitter, x registry.Value) registry.Value {
 // Inputs: t. Output: output.
 func L2Loss(e registry.Emitter, t registry.Value) registry.Value {
 	return registry.Apply1(e, OpL2Loss, nil, t)
+}
+
+// Less applies Less on e: z = x < y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Less(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpLess, nil, x, y)
+}
+
+// LessEqual applies LessEqual on e: z = x <= y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func LessEqual(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpLessEqual, nil, x, y)
 }
 
 // Log applies Log on e: y = log(x) (natural logarithm).
@@ -231,10 +293,22 @@ func MatMul(e registry.Emitter, attrs registry.Attrs[MatMulAttrs], a registry.Va
 	return registry.Apply1(e, OpMatMul, attrs.Boxed(), a, b)
 }
 
+// Maximum applies Maximum on e: z = max(x, y), broadcasting (NaN if either is NaN).
+// Inputs: x, y. Output: z.
+func Maximum(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaximum, nil, x, y)
+}
+
 // Mean applies Mean on e: mean of input over the axes in reduction_indices (int32/int64 scalar or vector); the mean over an empty dimension is NaN.
 // Inputs: input, reduction_indices. Output: output.
 func Mean(e registry.Emitter, attrs registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
 	return registry.Apply1(e, OpMean, attrs.Boxed(), input, reductionIndices)
+}
+
+// Minimum applies Minimum on e: z = min(x, y), broadcasting (NaN if either is NaN).
+// Inputs: x, y. Output: z.
+func Minimum(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpMinimum, nil, x, y)
 }
 
 // Mul applies Mul on e: z = x * y, broadcasting.
@@ -249,10 +323,22 @@ func Neg(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpNeg, nil, x)
 }
 
+// NotEqual applies NotEqual on e: z = x != y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func NotEqual(e registry.Emitter, attrs registry.Attrs[EqualAttrs], x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpNotEqual, attrs.Boxed(), x, y)
+}
+
 // OnesLike applies OnesLike on e: ones of x's shape and dtype.
 // Inputs: x. Output: y.
 func OnesLike(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpOnesLike, nil, x)
+}
+
+// Pow applies Pow on e: z = x^y, broadcasting (C's pow).
+// Inputs: x, y. Output: z.
+func Pow(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpPow, nil, x, y)
 }
 
 // RealDiv applies RealDiv on e: z = x / y, broadcasting (IEEE division: x/0 is ±Inf or NaN).
@@ -285,10 +371,28 @@ func Rsqrt(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpRsqrt, nil, x)
 }
 
+// Select applies Select on e: output = condition ? t : e elementwise; condition has t's shape, is a scalar, or a vector choosing rows of t.
+// Inputs: condition, t, e. Output: output.
+func Select(e registry.Emitter, condition registry.Value, t registry.Value, e_ registry.Value) registry.Value {
+	return registry.Apply1(e, OpSelect, nil, condition, t, e_)
+}
+
+// SelectV2 applies SelectV2 on e: output = condition ? t : e elementwise, the three broadcasting against each other.
+// Inputs: condition, t, e. Output: output.
+func SelectV2(e registry.Emitter, condition registry.Value, t registry.Value, e_ registry.Value) registry.Value {
+	return registry.Apply1(e, OpSelectV2, nil, condition, t, e_)
+}
+
 // Sigmoid applies Sigmoid on e: y = 1 / (1 + exp(-x)).
 // Inputs: x. Output: y.
 func Sigmoid(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpSigmoid, nil, x)
+}
+
+// Sign applies Sign on e: y = -1, 0 or 1 by the sign of x (NaN for NaN).
+// Inputs: x. Output: y.
+func Sign(e registry.Emitter, x registry.Value) registry.Value {
+	return registry.Apply1(e, OpSign, nil, x)
 }
 
 // Softmax applies Softmax on e: softmax over the last axis: exp(x - max) / Σ exp(x - max); logits of rank >= 1.

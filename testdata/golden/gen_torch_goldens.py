@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Golden cases for the ops of issue 18, from PyTorch float64.
+
+    /usr/bin/python3 testdata/golden/gen_torch_goldens.py [family ...]
+
+writes testdata/golden/<family>.json for the families cwise, array and
+pool (all by default), in the format of testdata/golden/FORMAT.md. The
+numbers come from PyTorch (an implementation independent of tapegrad);
+where PyTorch's semantics differ from TensorFlow's, the reference is built
+here by TensorFlow's rule, with a comment naming the rule and its source
+(docs/spec/cwise.md, array.md, pool.md). Seeds are fixed: running the
+script again reproduces the files byte for byte.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------------------
+# Case format helpers.
+
+def enc(v):
+    v = float(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    return v
+
+
+def tens(name, a, dtype="float64"):
+    """A TENSOR of FORMAT.md from a numpy array or torch tensor."""
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    a = np.asarray(a)
+    if dtype == "bool":
+        data = [bool(x) for x in a.reshape(-1)]
+    elif dtype in ("int32", "int64"):
+        data = [int(x) for x in a.reshape(-1)]
+    else:
+        data = [enc(x) for x in a.reshape(-1)]
+    return {"name": name, "dtype": dtype, "shape": list(a.shape), "data": data}
+
+
+def case(name, op, attrs, inputs, outputs=None, grad=None, error=None, rtol=1e-12, atol=1e-12):
+    c = {"name": name, "op": op, "attrs": attrs or {}, "inputs": inputs}
+    if error is not None:
+        c["error"] = error
+    else:
+        c["outputs"] = outputs
+    if grad is not None:
+        c["grad"] = grad
+    c["rtol"], c["atol"] = rtol, atol
+    return c
+
+
+def leaf(a):
+    return torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+
+
+def vjp(outs, ins, ups):
+    """Gradients of sum(out * up) with respect to ins (None where unused)."""
+    gs = torch.autograd.grad(outs, ins, ups, allow_unused=True)
+    return [g if g is not None else torch.zeros_like(x) for g, x in zip(gs, ins)]
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient back to shape (TF's BroadcastGradientArgs)."""
+    g = g
+    while g.dim() > len(shape):
+        g = g.sum(0)
+    for i, d in enumerate(shape):
+        if d == 1 and g.shape[i] != 1:
+            g = g.sum(i, keepdim=True)
+    return g.reshape(shape)
+
+
+# ---------------------------------------------------------------------------
+# cwise: Abs, Sign, Maximum, Minimum, Pow, comparisons, Select, SelectV2.
+
+def gen_cwise(rng):
+    cases = []
+    n = 0
+
+    def nm(kind):
+        nonlocal n
+        n += 1
+        return "cwise/%s/%04d" % (kind, n)
+
+    # Abs: torch's gradient is grad*sign(x), TF's too (0 at x = 0).
+    x = rng.normal(size=(2, 3))
+    x[0, 1] = 0.0
+    xt = leaf(x)
+    y = torch.abs(xt)
+    up = torch.tensor(rng.normal(size=y.shape))
+    (gx,) = vjp(y, [xt], up)
+    cases.append(case(nm("abs"), "Abs", {}, [tens("x", x)], [tens("y", y)],
+                      {"upstream": [tens("dy", up)], "expected": [tens("dx", gx)]}))
+    xi = np.array([-3, 0, 7, -2147483647], dtype=np.int32)
+    cases.append(case(nm("abs-int32"), "Abs", {}, [tens("x", xi, "int32")], [tens("y", np.abs(xi), "int32")]))
+    # Sign: torch.sign(NaN) is 0, Eigen's sign_impl (TF) gives NaN.
+    xs = np.array([-1.5, 0.0, 2.0, float("nan"), -0.0])
+    ys = torch.sign(torch.tensor(xs)).numpy()
+    ys[np.isnan(xs)] = np.nan
+    cases.append(case(nm("sign"), "Sign", {}, [tens("x", xs)], [tens("y", ys)]))
+
+    # Maximum / Minimum: torch splits a tie's gradient in half; TF gives it
+    # all to x (math_grad.py _MaximumMinimumGrad with greater_equal /
+    # less_equal), so the gradients are built by TF's rule.
+    for op, tf_sel, tfun in (("Maximum", np.greater_equal, torch.maximum), ("Minimum", np.less_equal, torch.minimum)):
+        for xs_, ys_ in (((2, 3), (2, 3)), ((2, 3), (3,)), ((3, 1), (1, 4)), ((), (2,))):
+            x = np.round(rng.normal(size=xs_) * 2) / 2
+            yv = np.round(rng.normal(size=ys_) * 2) / 2  # half-integers: frequent ties
+            z = tfun(torch.tensor(x), torch.tensor(yv))
+            up = rng.normal(size=z.shape)
+            xb, yb = np.broadcast_arrays(x, yv)
+            mask = tf_sel(xb, yb)
+            gx = sum_to(torch.tensor(np.where(mask, up, 0.0)), list(np.shape(x)))
+            gy = sum_to(torch.tensor(np.where(mask, 0.0, up)), list(np.shape(yv)))
+            cases.append(case(nm(op.lower()), op, {}, [tens("x", x), tens("y", yv)], [tens("z", z)],
+                              {"upstream": [tens("dz", up)], "expected": [tens("dx", gx), tens("dy", gy)]}))
+        xn = np.array([float("nan"), 1.0, 2.0])
+        yn = np.array([0.0, float("nan"), 1.0])
+        cases.append(case(nm(op.lower() + "-nan"), op, {}, [tens("x", xn), tens("y", yn)],
+                          [tens("z", tfun(torch.tensor(xn), torch.tensor(yn)))]))
+
+    # Pow: for x > 0 torch's autograd is TF's rule; for x <= 0 TF's
+    # gradient with respect to y is 0 (math_grad.py _PowGrad: mask = x > 0),
+    # torch's is NaN (log of a negative) or 0·log(0), so it is masked here.
+    for xs_, ys_, pos in (((2, 3), (2, 3), True), ((2, 3), (), True), ((4,), (4,), False)):
+        if pos:
+            x = rng.uniform(0.3, 2.0, size=xs_)
+            yv = rng.uniform(-1.5, 2.5, size=ys_)
+        else:
+            x = np.array([-2.0, 0.0, 1.5, -0.5])
+            yv = np.array([3.0, 2.0, 0.5, 2.0])
+        xt, yt = leaf(x), leaf(yv)
+        z = torch.pow(xt, yt)
+        up = torch.tensor(rng.normal(size=z.shape))
+        gx, gy = vjp(z, [xt, yt], up)
+        xb = np.broadcast_to(x, z.shape)
+        gy_tf = up.numpy() * z.detach().numpy() * np.where(xb > 0, np.log(np.where(xb > 0, xb, 1.0)), 0.0)
+        gy = sum_to(torch.tensor(gy_tf), list(np.shape(yv)))
+        cases.append(case(nm("pow"), "Pow", {}, [tens("x", x), tens("y", yv)], [tens("z", z)],
+                          {"upstream": [tens("dz", up)], "expected": [tens("dx", gx), tens("dy", gy)]}))
+
+    # Comparisons (not differentiable).
+    ops = {"Greater": torch.gt, "GreaterEqual": torch.ge, "Less": torch.lt, "LessEqual": torch.le,
+           "Equal": torch.eq, "NotEqual": torch.ne}
+    for op, f in ops.items():
+        x = np.round(rng.normal(size=(2, 3)))
+        yv = np.round(rng.normal(size=(3,)))
+        x[0, 0] = float("nan")
+        cases.append(case(nm(op.lower()), op, {}, [tens("x", x), tens("y", yv)],
+                          [tens("z", f(torch.tensor(x), torch.tensor(yv)), "bool")]))
+        xi = rng.integers(-2, 3, size=(3, 1)).astype(np.int32)
+        yi = rng.integers(-2, 3, size=(1, 2)).astype(np.int32)
+        cases.append(case(nm(op.lower() + "-int32"), op, {}, [tens("x", xi, "int32"), tens("y", yi, "int32")],
+                          [tens("z", f(torch.tensor(xi), torch.tensor(yi)), "bool")]))
+    b1 = np.array([[True, False], [False, True]])
+    b2 = np.array([True, False])
+    cases.append(case(nm("equal-bool"), "Equal", {}, [tens("x", b1, "bool"), tens("y", b2, "bool")],
+                      [tens("z", b1 == b2, "bool")]))
+    x, yv = rng.normal(size=(2, 3)), rng.normal(size=(4,))
+    cases.append(case(nm("equal-incompatible"), "Equal", {"incompatible_shape_error": False},
+                      [tens("x", x), tens("y", yv)], [tens("z", np.array(False), "bool")]))
+    cases.append(case(nm("notequal-incompatible"), "NotEqual", {"incompatible_shape_error": False},
+                      [tens("x", x), tens("y", yv)], [tens("z", np.array(True), "bool")]))
+    cases.append(case(nm("greater-incompatible"), "Greater", {}, [tens("x", x), tens("y", yv)],
+                      error="Incompatible shapes: [2,3] vs. [4]"))
+
+    # Select: torch.where with a same-shape or scalar condition; the row
+    # form reshapes the condition to [n, 1, ...] (TF's BatchSelectFunctor).
+    for cs, ts in (((2, 3), (2, 3)), ((), (2, 2)), ((3,), (3, 2, 2))):
+        c = rng.integers(0, 2, size=cs).astype(bool)
+        t, e = leaf(rng.normal(size=ts)), leaf(rng.normal(size=ts))
+        cb = torch.tensor(c).reshape(list(cs) + [1] * (len(ts) - len(cs)))
+        out = torch.where(cb, t, e)
+        up = torch.tensor(rng.normal(size=ts))
+        gt, ge = vjp(out, [t, e], up)
+        cases.append(case(nm("select"), "Select", {}, [tens("condition", c, "bool"), tens("t", t), tens("e", e)],
+                          [tens("output", out)],
+                          {"upstream": [tens("doutput", up)], "expected": [None, tens("dt", gt), tens("de", ge)]}))
+    cases.append(case(nm("select-rows-mismatch"), "Select", {},
+                      [tens("condition", np.array([True, False]), "bool"), tens("t", rng.normal(size=(3, 2))),
+                       tens("e", rng.normal(size=(3, 2)))],
+                      error="Number of batches of 'then' must match size of 'cond', but saw: 3 vs. 2"))
+    # SelectV2: torch.where broadcasts like tf.where (v2); its gradient sums
+    # over the broadcast dimensions like _SelectGradV2.
+    for cs, ts, es in (((2, 3), (2, 3), (2, 3)), ((3,), (2, 3), ()), ((2, 1, 3), (1, 4, 1), (4, 3))):
+        c = rng.integers(0, 2, size=cs).astype(bool)
+        t, e = leaf(rng.normal(size=ts)), leaf(rng.normal(size=es))
+        out = torch.where(torch.tensor(c), t, e)
+        up = torch.tensor(rng.normal(size=out.shape))
+        gt, ge = vjp(out, [t, e], up)
+        cases.append(case(nm("selectv2"), "SelectV2", {}, [tens("condition", c, "bool"), tens("t", t), tens("e", e)],
+                          [tens("output", out)],
+                          {"upstream": [tens("doutput", up)], "expected": [None, tens("dt", gt), tens("de", ge)]}))
+    cases.append(case(nm("selectv2-mismatch"), "SelectV2", {},
+                      [tens("condition", np.array([True, False]), "bool"), tens("t", rng.normal(size=(3,))),
+                       tens("e", np.array(1.0))],
+                      error="must be broadcastable"))
+    return cases
+
+
+# family: (generator, seed)
+FAMILIES = {"cwise": (gen_cwise, 1801)}
+
+
+def main(argv):
+    fams = argv or sorted(FAMILIES)
+    for fam in fams:
+        gen, seed = FAMILIES[fam]
+        rng = np.random.default_rng(seed)
+        torch.manual_seed(seed)
+        cases = gen(rng)
+        path = os.path.join(HERE, fam + ".json")
+        with open(path, "w") as f:
+            json.dump({"cases": cases}, f, separators=(",", ":"))
+            f.write("\n")
+        print("%s: %d cases" % (path, len(cases)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
