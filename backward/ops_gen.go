@@ -44,6 +44,8 @@ const (
 	OpSigmoidGrad = "SigmoidGrad"
 	// OpSqrtGrad is the name of the SqrtGrad op.
 	OpSqrtGrad = "SqrtGrad"
+	// OpStridedSliceGrad is the name of the StridedSliceGrad op.
+	OpStridedSliceGrad = "StridedSliceGrad"
 	// OpTanhGrad is the name of the TanhGrad op.
 	OpTanhGrad = "TanhGrad"
 	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
@@ -54,6 +56,8 @@ const (
 	OpFractionalAvgPoolWithSequences = "tapegrad.FractionalAvgPoolWithSequences"
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
+	// OpSliceGrad is the name of the tapegrad.SliceGrad op.
+	OpSliceGrad = "tapegrad.SliceGrad"
 )
 
 // BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
@@ -158,6 +162,12 @@ func SqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.
 	return registry.Apply1(e, OpSqrtGrad, nil, y, dy)
 }
 
+// StridedSliceGrad applies StridedSliceGrad on e: output = zeros of shape with dy written at the positions StridedSlice(begin, end, strides, masks) reads: its gradient.
+// Inputs: shape, begin, end, strides, dy. Output: output.
+func StridedSliceGrad(e registry.Emitter, attrs registry.Attrs[forward.StridedSliceAttrs], shape registry.Value, begin registry.Value, end registry.Value, strides registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpStridedSliceGrad, attrs.Boxed(), shape, begin, end, strides, dy)
+}
+
 // TanhGrad applies TanhGrad on e: z = dy * (1 - y^2), the gradient of y = tanh(x).
 // Inputs: y, dy. Output: z.
 func TanhGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
@@ -186,4 +196,10 @@ func FractionalAvgPoolWithSequences(e registry.Emitter, attrs registry.Attrs[for
 // Inputs: orig_input, orig_output, grad, row_pooling_sequence, col_pooling_sequence. Output: output.
 func FractionalMaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[forward.FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
 	return registry.Apply1(e, OpFractionalMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad, rowPoolingSequence, colPoolingSequence)
+}
+
+// SliceGrad applies tapegrad.SliceGrad on e: output = zeros of shape with dy written at begin: the gradient of Slice (tapegrad op, beyond TensorFlow).
+// Inputs: shape, begin, dy. Output: output.
+func SliceGrad(e registry.Emitter, shape registry.Value, begin registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSliceGrad, nil, shape, begin, dy)
 }

@@ -15,12 +15,18 @@ const (
 	OpAddN = "AddN"
 	// OpAddV2 is the name of the AddV2 op.
 	OpAddV2 = "AddV2"
+	// OpArgMax is the name of the ArgMax op.
+	OpArgMax = "ArgMax"
+	// OpArgMin is the name of the ArgMin op.
+	OpArgMin = "ArgMin"
 	// OpBiasAdd is the name of the BiasAdd op.
 	OpBiasAdd = "BiasAdd"
 	// OpBroadcastTo is the name of the BroadcastTo op.
 	OpBroadcastTo = "BroadcastTo"
 	// OpCast is the name of the Cast op.
 	OpCast = "Cast"
+	// OpConcatV2 is the name of the ConcatV2 op.
+	OpConcatV2 = "ConcatV2"
 	// OpConv2D is the name of the Conv2D op.
 	OpConv2D = "Conv2D"
 	// OpDepthwiseConv2dNative is the name of the DepthwiseConv2dNative op.
@@ -79,6 +85,10 @@ const (
 	OpNotEqual = "NotEqual"
 	// OpOnesLike is the name of the OnesLike op.
 	OpOnesLike = "OnesLike"
+	// OpPad is the name of the Pad op.
+	OpPad = "Pad"
+	// OpPadV2 is the name of the PadV2 op.
+	OpPadV2 = "PadV2"
 	// OpPow is the name of the Pow op.
 	OpPow = "Pow"
 	// OpRealDiv is the name of the RealDiv op.
@@ -99,6 +109,8 @@ const (
 	OpSigmoid = "Sigmoid"
 	// OpSign is the name of the Sign op.
 	OpSign = "Sign"
+	// OpSlice is the name of the Slice op.
+	OpSlice = "Slice"
 	// OpSoftmax is the name of the Softmax op.
 	OpSoftmax = "Softmax"
 	// OpSoftmaxCrossEntropyWithLogits is the name of the SoftmaxCrossEntropyWithLogits op.
@@ -111,6 +123,8 @@ const (
 	OpSquare = "Square"
 	// OpStopGradient is the name of the StopGradient op.
 	OpStopGradient = "StopGradient"
+	// OpStridedSlice is the name of the StridedSlice op.
+	OpStridedSlice = "StridedSlice"
 	// OpSub is the name of the Sub op.
 	OpSub = "Sub"
 	// OpSum is the name of the Sum op.
@@ -143,6 +157,18 @@ func AddV2(e registry.Emitter, x registry.Value, y registry.Value) registry.Valu
 	return registry.Apply1(e, OpAddV2, nil, x, y)
 }
 
+// ArgMax applies ArgMax on e: output = the index of the first largest element of input along dimension.
+// Inputs: input, dimension. Output: output.
+func ArgMax(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registry.Value, dimension registry.Value) registry.Value {
+	return registry.Apply1(e, OpArgMax, attrs.Boxed(), input, dimension)
+}
+
+// ArgMin applies ArgMin on e: output = the index of the first smallest element of input along dimension.
+// Inputs: input, dimension. Output: output.
+func ArgMin(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registry.Value, dimension registry.Value) registry.Value {
+	return registry.Apply1(e, OpArgMin, attrs.Boxed(), input, dimension)
+}
+
 // BiasAdd applies BiasAdd on e: value + bias, the rank-1 bias added along the channel dimension of value (last for NHWC, dimension 1 for NCHW).
 // Inputs: value, bias. Output: output.
 func BiasAdd(e registry.Emitter, attrs registry.Attrs[BiasAddAttrs], value registry.Value, bias registry.Value) registry.Value {
@@ -159,6 +185,15 @@ func BroadcastTo(e registry.Emitter, input registry.Value, shape registry.Value)
 // Inputs: x. Output: y.
 func Cast(e registry.Emitter, attrs registry.Attrs[CastAttrs], x registry.Value) registry.Value {
 	return registry.Apply1(e, OpCast, attrs.Boxed(), x)
+}
+
+// ConcatV2 applies ConcatV2 on e: output = values (two or more tensors) concatenated along axis (a scalar int32/int64 in [-rank, rank)).
+// Inputs: values, axis. Output: output.
+func ConcatV2(e registry.Emitter, values []registry.Value, axis registry.Value) registry.Value {
+	in := e.Values(len(values) + 1)
+	copy(in, values)
+	in[len(values)] = axis
+	return e.Apply(OpConcatV2, nil, in...)[0]
 }
 
 // Conv2D applies Conv2D on e: 2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,Cf,O]; grouped when C is a multiple of Cf.
@@ -335,6 +370,18 @@ func OnesLike(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpOnesLike, nil, x)
 }
 
+// Pad applies Pad on e: output = input padded with zeros: paddings[i] = (before, after) along dimension i (an int32/int64 [rank, 2] matrix).
+// Inputs: input, paddings. Output: output.
+func Pad(e registry.Emitter, input registry.Value, paddings registry.Value) registry.Value {
+	return registry.Apply1(e, OpPad, nil, input, paddings)
+}
+
+// PadV2 applies PadV2 on e: output = input padded with the scalar constant_values: paddings[i] = (before, after) along dimension i.
+// Inputs: input, paddings, constant_values. Output: output.
+func PadV2(e registry.Emitter, input registry.Value, paddings registry.Value, constantValues registry.Value) registry.Value {
+	return registry.Apply1(e, OpPadV2, nil, input, paddings, constantValues)
+}
+
 // Pow applies Pow on e: z = x^y, broadcasting (C's pow).
 // Inputs: x, y. Output: z.
 func Pow(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
@@ -395,6 +442,12 @@ func Sign(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpSign, nil, x)
 }
 
+// Slice applies Slice on e: output = input[begin : begin+size] (begin, size: int32/int64 vectors; size -1 takes the rest of a dimension).
+// Inputs: input, begin, size. Output: output.
+func Slice(e registry.Emitter, input registry.Value, begin registry.Value, size registry.Value) registry.Value {
+	return registry.Apply1(e, OpSlice, nil, input, begin, size)
+}
+
 // Softmax applies Softmax on e: softmax over the last axis: exp(x - max) / Σ exp(x - max); logits of rank >= 1.
 // Inputs: logits. Output: softmax.
 func Softmax(e registry.Emitter, logits registry.Value) registry.Value {
@@ -429,6 +482,12 @@ func Square(e registry.Emitter, x registry.Value) registry.Value {
 // Inputs: input. Output: output.
 func StopGradient(e registry.Emitter, input registry.Value) registry.Value {
 	return registry.Apply1(e, OpStopGradient, nil, input)
+}
+
+// StridedSlice applies StridedSlice on e: output = input[begin:end:strides] with TensorFlow's begin/end/ellipsis/new-axis/shrink-axis masks.
+// Inputs: input, begin, end, strides. Output: output.
+func StridedSlice(e registry.Emitter, attrs registry.Attrs[StridedSliceAttrs], input registry.Value, begin registry.Value, end registry.Value, strides registry.Value) registry.Value {
+	return registry.Apply1(e, OpStridedSlice, attrs.Boxed(), input, begin, end, strides)
 }
 
 // Sub applies Sub on e: z = x - y, broadcasting.

@@ -192,7 +192,11 @@ func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imp
 		fmt.Fprintf(b, "func %s(%s) %s {\n", fn, strings.Join(params, ", "), resultType(d))
 		fmt.Fprintf(b, "\tin := e.Values(len(%s) + %d)\n\tcopy(in, %s)\n", listParam, len(args), listParam)
 		for k, a := range args {
-			fmt.Fprintf(b, "\tin[len(%s)+%d] = %s\n", listParam, k, a)
+			if k == 0 {
+				fmt.Fprintf(b, "\tin[len(%s)] = %s\n", listParam, a)
+			} else {
+				fmt.Fprintf(b, "\tin[len(%s)+%d] = %s\n", listParam, k, a)
+			}
 		}
 		if len(d.Outputs) == 1 {
 			fmt.Fprintf(b, "\treturn e.Apply(Op%s, %s, in...)[0]\n}\n\n", fn, attrs)

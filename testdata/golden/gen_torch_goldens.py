@@ -211,8 +211,157 @@ def gen_cwise(rng):
     return cases
 
 
+# ---------------------------------------------------------------------------
+# array: ConcatV2, Slice, StridedSlice, StridedSliceGrad, Pad, PadV2,
+# ArgMax, ArgMin.
+
+def np_index(begin, end, strides, bm=0, em=0, elm=0, nam=0, sam=0):
+    """The NumPy index tf.strided_slice's spec stands for (docs/spec/array.md):
+    ... for an ellipsis bit, np.newaxis for a new-axis bit, the integer
+    begin[i] for a shrink bit, else slice(begin or None, end or None, step)
+    with None where the begin/end mask bit is set."""
+    idx = []
+    for i in range(len(strides)):
+        bit = 1 << i
+        if elm & bit:
+            idx.append(Ellipsis)
+        elif nam & bit:
+            idx.append(np.newaxis)
+        elif sam & bit:
+            idx.append(int(begin[i]))
+        else:
+            idx.append(slice(None if bm & bit else int(begin[i]), None if em & bit else int(end[i]), int(strides[i])))
+    return tuple(idx)
+
+
+def gen_array(rng):
+    cases = []
+    n = 0
+
+    def nm(kind):
+        nonlocal n
+        n += 1
+        return "array/%s/%04d" % (kind, n)
+
+    # ConcatV2: torch.cat and its autograd (the gradient of each value is
+    # its slice of the upstream gradient, as TF's _ConcatGradV2).
+    for shapes, axis, adt in ((((2, 3), (1, 3)), 0, "int32"), (((2, 1, 2), (2, 3, 2), (2, 2, 2)), 1, "int32"),
+                              (((2, 2), (2, 3)), -1, "int64"), (((3,), (0,), (2,)), 0, "int32")):
+        vals = [leaf(rng.normal(size=s)) for s in shapes]
+        out = torch.cat(vals, axis)
+        up = torch.tensor(rng.normal(size=out.shape))
+        gs = vjp(out, vals, up)
+        ins = [tens("values", v) for v in vals] + [tens("axis", np.array(axis), adt)]
+        cases.append(case(nm("concat"), "ConcatV2", {}, ins, [tens("output", out)],
+                          {"upstream": [tens("doutput", up)], "expected": [tens("dvalues", g) for g in gs] + [None]}))
+    xi = rng.integers(-5, 5, size=(2, 2)).astype(np.int32)
+    cases.append(case(nm("concat-int32"), "ConcatV2", {}, [tens("values", xi, "int32"), tens("values", xi, "int32"),
+                      tens("axis", np.array(1), "int32")], [tens("output", np.concatenate([xi, xi], 1), "int32")]))
+    cases.append(case(nm("concat-axis-range"), "ConcatV2", {},
+                      [tens("values", rng.normal(size=(2, 3))), tens("values", rng.normal(size=(2, 3))), tens("axis", np.array(2), "int32")],
+                      error="Expected concatenating dimensions in the range [-2, 2), but got 2"))
+    cases.append(case(nm("concat-dims"), "ConcatV2", {},
+                      [tens("values", rng.normal(size=(2, 3))), tens("values", rng.normal(size=(3, 3))), tens("axis", np.array(1), "int32")],
+                      error="Dimension 0 in both shapes must be equal"))
+
+    # Slice: tensor slicing in torch, autograd for the gradient.
+    for shape, begin, size, idt in (((3, 4), (1, 1), (2, 2), "int32"), ((2, 3, 4), (1, 0, 2), (-1, 2, -1), "int64"),
+                                    ((5,), (2,), (0,), "int32")):
+        x = leaf(rng.normal(size=shape))
+        sl = tuple(slice(b, shape[i] if s == -1 else b + s) for i, (b, s) in enumerate(zip(begin, size)))
+        out = x[sl]
+        up = torch.tensor(rng.normal(size=out.shape))
+        (gx,) = vjp(out, [x], up)
+        cases.append(case(nm("slice"), "Slice", {}, [tens("input", x), tens("begin", np.array(begin), idt), tens("size", np.array(size), idt)],
+                          [tens("output", out)], {"upstream": [tens("doutput", up)], "expected": [tens("dinput", gx), None, None]}))
+    cases.append(case(nm("slice-size"), "Slice", {}, [tens("input", rng.normal(size=(3, 4))), tens("begin", np.array([1, 1]), "int32"),
+                      tens("size", np.array([3, 1]), "int32")], error="Expected size[0] in [0, 2], but got 3"))
+
+    # StridedSlice: NumPy basic indexing (torch has no negative steps); the
+    # gradient scatters the upstream gradient through the same index.
+    specs = [
+        ((7,), (1,), (6,), (2,), {}),
+        ((3, 4), (5, -1), (-9, 0), (-1, -2), {}),
+        ((4, 5), (3, 1), (2, 9), (1, 2), {"begin_mask": 1, "end_mask": 2}),
+        ((3, 4), (-1, 0, 1), (0, 0, 3), (1, 1, 1), {"shrink_axis_mask": 1, "new_axis_mask": 2}),
+        ((2, 3, 4), (0, 2), (0, 3), (1, 1), {"ellipsis_mask": 1, "shrink_axis_mask": 2}),
+        ((2, 3, 4), (1, 0, 0), (2, 0, 0), (1, 1, -1), {"ellipsis_mask": 2, "shrink_axis_mask": 1}),
+        ((4, 3), (0, 0, 0), (0, 0, 0), (1, 1, 1), {"ellipsis_mask": 1, "new_axis_mask": 6}),
+        ((5, 2), (1,), (-1,), (-1,), {}),
+        ((3, 2), (0, -1), (3, 0), (2, 1), {"shrink_axis_mask": 2}),
+    ]
+    for k, (shape, b, e, st, a) in enumerate(specs):
+        idt = "int64" if k % 2 else "int32"
+        x = rng.normal(size=shape)
+        idx = np_index(b, e, st, a.get("begin_mask", 0), a.get("end_mask", 0), a.get("ellipsis_mask", 0),
+                       a.get("new_axis_mask", 0), a.get("shrink_axis_mask", 0))
+        out = np.array(x[idx])
+        up = rng.normal(size=out.shape)
+        gx = np.zeros(shape)
+        gx[idx] = up
+        ins = [tens("input", x), tens("begin", np.array(b), idt), tens("end", np.array(e), idt), tens("strides", np.array(st), idt)]
+        cases.append(case(nm("stridedslice"), "StridedSlice", a, ins, [tens("output", out)],
+                          {"upstream": [tens("doutput", up)], "expected": [tens("dinput", gx), None, None, None]}))
+        # StridedSliceGrad with the same spec: zeros with dy at the slice.
+        dy = rng.normal(size=out.shape)
+        want = np.zeros(shape)
+        want[idx] = dy
+        uw = rng.normal(size=shape)
+        gdy = np.array(uw[idx])  # the gradient of StridedSliceGrad w.r.t. dy: the slice of the upstream
+        gins = [tens("shape", np.array(shape), idt), tens("begin", np.array(b), idt), tens("end", np.array(e), idt),
+                tens("strides", np.array(st), idt), tens("dy", dy)]
+        cases.append(case(nm("stridedslicegrad"), "StridedSliceGrad", a, gins, [tens("output", want)],
+                          {"upstream": [tens("doutput", uw)], "expected": [None, None, None, None, tens("ddy", gdy)]}))
+    cases.append(case(nm("stridedslice-shrink-range"), "StridedSlice", {"shrink_axis_mask": 1},
+                      [tens("input", rng.normal(size=(3,))), tens("begin", np.array([3]), "int32"), tens("end", np.array([4]), "int32"),
+                       tens("strides", np.array([1]), "int32")], error="slice index 3 of dimension 0 out of bounds."))
+    cases.append(case(nm("stridedslice-zero-stride"), "StridedSlice", {},
+                      [tens("input", rng.normal(size=(3,))), tens("begin", np.array([0]), "int32"), tens("end", np.array([2]), "int32"),
+                       tens("strides", np.array([0]), "int32")], error="strides[0] must be non-zero"))
+    xb = np.array([[True, False, True], [False, False, True]])
+    cases.append(case(nm("stridedslice-bool"), "StridedSlice", {"end_mask": 1},
+                      [tens("input", xb, "bool"), tens("begin", np.array([1, 2]), "int32"), tens("end", np.array([0, -4]), "int32"),
+                       tens("strides", np.array([1, -1]), "int32")], [tens("output", xb[1:, 2:-4:-1], "bool")]))
+
+    # Pad, PadV2: torch.nn.functional.pad (constant mode), autograd.
+    for shape, pads, pdt, cval in (((2, 3), ((1, 0), (2, 1)), "int32", None), ((1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0)), "int64", None),
+                                   ((3,), ((2, 1),), "int32", -1.5), ((), (), "int32", 2.0)):
+        x = leaf(rng.normal(size=shape))
+        flat = []
+        for p in reversed(pads):  # F.pad lists the last dimension first
+            flat += list(p)
+        out = torch.nn.functional.pad(x, flat, value=0.0 if cval is None else cval) if flat else x * 1
+        up = torch.tensor(rng.normal(size=out.shape))
+        (gx,) = vjp(out, [x], up)
+        pm = np.array(pads, dtype=np.int64).reshape(len(shape), 2)
+        ins = [tens("input", x), tens("paddings", pm, pdt)]
+        exp = [tens("dinput", gx), None]
+        op = "Pad"
+        if cval is not None:
+            op = "PadV2"
+            ins.append(tens("constant_values", np.array(cval)))
+            exp.append(None)  # TF's _PadGrad gives constant_values no gradient
+        cases.append(case(nm(op.lower()), op, {}, ins, [tens("output", out)], {"upstream": [tens("doutput", up)], "expected": exp}))
+    cases.append(case(nm("pad-negative"), "Pad", {}, [tens("input", rng.normal(size=(2, 2))),
+                      tens("paddings", np.array([[1, -1], [0, 0]]), "int32")], error="Paddings must be non-negative: 1 -1"))
+
+    # ArgMax, ArgMin: np.argmax / np.argmin (first occurrence of ties).
+    x = np.round(rng.normal(size=(3, 4)))
+    for op, f in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+        for dim, odt in ((1, None), (0, "int32"), (-1, "int64")):
+            attrs = {} if odt is None else {"output_type": odt}
+            cases.append(case(nm(op.lower()), op, attrs, [tens("input", x), tens("dimension", np.array(dim), "int32")],
+                              [tens("output", f(x, axis=dim), odt or "int64")]))
+        xi = rng.integers(-3, 3, size=(2, 5)).astype(np.int64)
+        cases.append(case(nm(op.lower() + "-int64"), op, {}, [tens("input", xi, "int64"), tens("dimension", np.array(1), "int64")],
+                          [tens("output", f(xi, axis=1), "int64")]))
+    cases.append(case(nm("argmax-empty"), "ArgMax", {}, [tens("input", np.zeros((2, 0))), tens("dimension", np.array(1), "int32")],
+                      error="Reduction axis 1 is empty in shape [2,0]"))
+    return cases
+
+
 # family: (generator, seed)
-FAMILIES = {"cwise": (gen_cwise, 1801)}
+FAMILIES = {"cwise": (gen_cwise, 1801), "array": (gen_array, 1802)}
 
 
 def main(argv):
