@@ -10,6 +10,8 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpAvgPoolGrad is the name of the AvgPoolGrad op.
+	OpAvgPoolGrad = "AvgPoolGrad"
 	// OpBiasAddGrad is the name of the BiasAddGrad op.
 	OpBiasAddGrad = "BiasAddGrad"
 	// OpConv2DBackpropFilter is the name of the Conv2DBackpropFilter op.
@@ -34,6 +36,10 @@ const (
 	OpFusedBatchNormGrad = "FusedBatchNormGrad"
 	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
 	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
+	// OpMaxPoolGrad is the name of the MaxPoolGrad op.
+	OpMaxPoolGrad = "MaxPoolGrad"
+	// OpMaxPoolGradGrad is the name of the MaxPoolGradGrad op.
+	OpMaxPoolGradGrad = "MaxPoolGradGrad"
 	// OpRelu6Grad is the name of the Relu6Grad op.
 	OpRelu6Grad = "Relu6Grad"
 	// OpReluGrad is the name of the ReluGrad op.
@@ -59,6 +65,12 @@ const (
 	// OpSliceGrad is the name of the tapegrad.SliceGrad op.
 	OpSliceGrad = "tapegrad.SliceGrad"
 )
+
+// AvgPoolGrad applies AvgPoolGrad on e: output (shape orig_input_shape) = each grad value divided by its window's input count, added over the window: the gradient of AvgPool.
+// Inputs: orig_input_shape, grad. Output: output.
+func AvgPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInputShape registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpAvgPoolGrad, attrs.Boxed(), origInputShape, grad)
+}
 
 // BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
 // Inputs: out_backprop. Output: output.
@@ -130,6 +142,18 @@ func FusedBatchNormGrad(e registry.Emitter, attrs registry.Attrs[forward.FusedBa
 // Inputs: y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3. Outputs, in order: x_backprop, scale_backprop, offset_backprop, reserve_space_4, reserve_space_5.
 func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGradAttrs], yBackprop registry.Value, x registry.Value, scale registry.Value, reserveSpace1 registry.Value, reserveSpace2 registry.Value, reserveSpace3 registry.Value) []registry.Value {
 	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
+}
+
+// MaxPoolGrad applies MaxPoolGrad on e: output = grad added at the first maximum (row-major) of each MaxPool window of orig_input: the gradient of MaxPool.
+// Inputs: orig_input, orig_output, grad. Output: output.
+func MaxPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPoolGrad, attrs.Boxed(), origInput, origOutput, grad)
+}
+
+// MaxPoolGradGrad applies MaxPoolGradGrad on e: output = grad (shaped like orig_input) at the first element of each window equal to orig_output: the gradient of MaxPoolGrad.
+// Inputs: orig_input, orig_output, grad. Output: output.
+func MaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad)
 }
 
 // Relu6Grad applies Relu6Grad on e: backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output).

@@ -19,6 +19,8 @@ const (
 	OpArgMax = "ArgMax"
 	// OpArgMin is the name of the ArgMin op.
 	OpArgMin = "ArgMin"
+	// OpAvgPool is the name of the AvgPool op.
+	OpAvgPool = "AvgPool"
 	// OpBiasAdd is the name of the BiasAdd op.
 	OpBiasAdd = "BiasAdd"
 	// OpBroadcastTo is the name of the BroadcastTo op.
@@ -71,6 +73,8 @@ const (
 	OpLogSoftmax = "LogSoftmax"
 	// OpMatMul is the name of the MatMul op.
 	OpMatMul = "MatMul"
+	// OpMaxPool is the name of the MaxPool op.
+	OpMaxPool = "MaxPool"
 	// OpMaximum is the name of the Maximum op.
 	OpMaximum = "Maximum"
 	// OpMean is the name of the Mean op.
@@ -167,6 +171,12 @@ func ArgMax(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registr
 // Inputs: input, dimension. Output: output.
 func ArgMin(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registry.Value, dimension registry.Value) registry.Value {
 	return registry.Apply1(e, OpArgMin, attrs.Boxed(), input, dimension)
+}
+
+// AvgPool applies AvgPool on e: output = the mean of each ksize window of value [N,H,W,C] (or NCHW) moved by strides, over the window's input elements only.
+// Inputs: value. Output: output.
+func AvgPool(e registry.Emitter, attrs registry.Attrs[PoolAttrs], value registry.Value) registry.Value {
+	return registry.Apply1(e, OpAvgPool, attrs.Boxed(), value)
 }
 
 // BiasAdd applies BiasAdd on e: value + bias, the rank-1 bias added along the channel dimension of value (last for NHWC, dimension 1 for NCHW).
@@ -326,6 +336,12 @@ func LogSoftmax(e registry.Emitter, logits registry.Value) registry.Value {
 // Inputs: a, b. Output: product.
 func MatMul(e registry.Emitter, attrs registry.Attrs[MatMulAttrs], a registry.Value, b registry.Value) registry.Value {
 	return registry.Apply1(e, OpMatMul, attrs.Boxed(), a, b)
+}
+
+// MaxPool applies MaxPool on e: output = the maximum of each ksize window of input [N,H,W,C] (or NCHW) moved by strides, VALID or SAME padding (padding never read).
+// Inputs: input. Output: output.
+func MaxPool(e registry.Emitter, attrs registry.Attrs[PoolAttrs], input registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPool, attrs.Boxed(), input)
 }
 
 // Maximum applies Maximum on e: z = max(x, y), broadcasting (NaN if either is NaN).

@@ -360,8 +360,151 @@ def gen_array(rng):
     return cases
 
 
+# ---------------------------------------------------------------------------
+# pool: MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad, AvgPoolGrad.
+
+def tf_same(i, k, st):
+    """TF's SAME output size and (before, after) padding of one axis."""
+    o = (i + st - 1) // st
+    need = max(0, (o - 1) * st + k - i)
+    return o, need // 2, need - need // 2
+
+
+def tf_pool(x, kind, k, st, padding, nchw):
+    """TF's MaxPool / AvgPool built from PyTorch ops (docs/spec/pool.md): the
+    asymmetric SAME padding applied explicitly; max pads with -Inf (padding
+    never wins), avg pads with 0 and divides by the pooled count of the
+    real elements (padding not counted). x is a torch tensor in the case's
+    layout; so is the result."""
+    xt = x if nchw else x.permute(0, 3, 1, 2)
+    h, w = xt.shape[2], xt.shape[3]
+    if padding == "SAME":
+        _, pt, pb = tf_same(h, k[0], st[0])
+        _, pl, pr = tf_same(w, k[1], st[1])
+    else:
+        pt = pb = pl = pr = 0
+    pads = (pl, pr, pt, pb)
+    if kind == "max":
+        y = torch.nn.functional.max_pool2d(torch.nn.functional.pad(xt, pads, value=-math.inf), k, st)
+    else:
+        area = k[0] * k[1]
+        ssum = torch.nn.functional.avg_pool2d(torch.nn.functional.pad(xt, pads, value=0.0), k, st) * area
+        ones = torch.nn.functional.pad(torch.ones_like(xt), pads, value=0.0)
+        cnt = torch.nn.functional.avg_pool2d(ones, k, st) * area
+        y = ssum / cnt
+    return y if nchw else y.permute(0, 2, 3, 1)
+
+
+def pool_attrs(k, st, padding, nchw):
+    if nchw:
+        return {"ksize": [1, 1, k[0], k[1]], "strides": [1, 1, st[0], st[1]], "padding": padding, "data_format": "NCHW"}
+    return {"ksize": [1, k[0], k[1], 1], "strides": [1, st[0], st[1], 1], "padding": padding, "data_format": "NHWC"}
+
+
+def distinct(rng, shape):
+    n = int(np.prod(shape))
+    return ((rng.permutation(n) - n / 2) * 0.05 + 0.01 * rng.random(n)).reshape(shape)
+
+
+def gen_pool(rng):
+    cases = []
+    n = 0
+
+    def nm(kind):
+        nonlocal n
+        n += 1
+        return "pool/%s/%04d" % (kind, n)
+
+    configs = [  # shape in the case's layout, ksize, strides, padding, nchw
+        ((2, 4, 4, 2), (2, 2), (2, 2), "VALID", False),
+        ((1, 5, 4, 2), (3, 3), (2, 2), "SAME", False),
+        ((2, 2, 3, 3), (2, 2), (1, 1), "SAME", True),
+        ((1, 4, 5, 3), (3, 2), (1, 2), "VALID", False),
+        ((1, 2, 5, 4), (1, 1), (3, 3), "VALID", True),
+        ((2, 3, 3, 1), (4, 4), (3, 3), "SAME", False),
+        ((1, 6, 7, 1), (3, 2), (2, 3), "SAME", False),
+    ]
+    for shape, k, st, padding, nchw in configs:
+        attrs = pool_attrs(k, st, padding, nchw)
+        for kind, op in (("max", "MaxPool"), ("avg", "AvgPool")):
+            x = leaf(distinct(rng, shape) if kind == "max" else rng.normal(size=shape))
+            y = tf_pool(x, kind, k, st, padding, nchw)
+            up = torch.tensor(rng.normal(size=y.shape))
+            (gx,) = vjp(y, [x], up)
+            cases.append(case(nm(op.lower()), op, attrs, [tens("input" if kind == "max" else "value", x)], [tens("output", y)],
+                              {"upstream": [tens("doutput", up)], "expected": [tens("dinput", gx)]}))
+            if kind == "max":
+                # MaxPoolGrad(x, y, dy) = the gradient above; its own
+                # gradient: zeros for x and y (TF), dy's = u gathered at
+                # the argmax = the MaxPool construction's vjp read back.
+                u = torch.tensor(rng.normal(size=shape))
+                xm = leaf(x.detach().numpy())
+                ym = tf_pool(xm, "max", k, st, padding, nchw)
+                gy = torch.autograd.grad(ym, xm, torch.ones_like(ym), retain_graph=True)[0]
+                # gather: for a one-hot argmax map, u at the argmax of each
+                # window = jvp of the pooling in direction u.
+                gathered = torch.autograd.functional.jvp(lambda t: tf_pool(t, "max", k, st, padding, nchw), xm.detach(), u)[1]
+                cases.append(case(nm("maxpoolgrad"), "MaxPoolGrad", attrs,
+                                  [tens("orig_input", x), tens("orig_output", y), tens("grad", up)], [tens("output", gx)],
+                                  {"upstream": [tens("doutput", u)],
+                                   "expected": [tens("dorig_input", np.zeros(shape)), tens("dorig_output", np.zeros(y.shape)), tens("dgrad", gathered)]}))
+                w2 = torch.tensor(rng.normal(size=y.shape))
+                (scat,) = vjp(ym, [xm], w2)
+                cases.append(case(nm("maxpoolgradgrad"), "MaxPoolGradGrad", attrs,
+                                  [tens("orig_input", x), tens("orig_output", y), tens("grad", u)], [tens("output", gathered)],
+                                  {"upstream": [tens("doutput", w2)],
+                                   "expected": [tens("dorig_input", np.zeros(shape)), tens("dorig_output", np.zeros(y.shape)), tens("dgrad", scat)]}))
+            else:
+                # AvgPoolGrad(shape, dy) = the gradient above; its gradient
+                # with respect to dy is AvgPool of the upstream.
+                u = torch.tensor(rng.normal(size=shape))
+                cases.append(case(nm("avgpoolgrad"), "AvgPoolGrad", attrs,
+                                  [tens("orig_input_shape", np.array(shape), "int32"), tens("grad", up)], [tens("output", gx)],
+                                  {"upstream": [tens("doutput", u)], "expected": [None, tens("dgrad", tf_pool(u, "avg", k, st, padding, nchw))]}))
+
+    # Ties: the gradient goes to the first maximum in row-major order (TF's
+    # CPU MaxPoolGrad). Built with NumPy by that rule and checked against
+    # torch's CPU max_pool2d, whose argmax follows the same rule.
+    x = np.array([1.0, 3.0, 3.0, 2.0, 0.0, 5.0, 5.0, 5.0, 2.0, 2.0, 2.0, 2.0]).reshape(1, 3, 4, 1)
+    attrs = pool_attrs((2, 2), (1, 2), "VALID", False)
+    xt = leaf(x)
+    y = tf_pool(xt, "max", (2, 2), (1, 2), "VALID", False)
+    up = torch.tensor(rng.normal(size=y.shape))
+    (g_torch,) = vjp(y, [xt], up)
+    g_tf = np.zeros_like(x)
+    for oh in range(y.shape[1]):
+        for ow in range(y.shape[2]):
+            win = [(oh + i, 2 * ow + j) for i in range(2) for j in range(2)]
+            vals = [x[0, h, w, 0] for h, w in win]
+            h, w = win[int(np.argmax(vals))]
+            g_tf[0, h, w, 0] += up[0, oh, ow, 0].item()
+    assert np.array_equal(g_tf, g_torch.numpy()), "torch's max_pool2d tie rule differs from TF's"
+    cases.append(case(nm("maxpool-ties"), "MaxPool", attrs, [tens("input", x)], [tens("output", y)],
+                      {"upstream": [tens("doutput", up)], "expected": [tens("dinput", g_tf)]}))
+    cases.append(case(nm("maxpoolgrad-ties"), "MaxPoolGrad", attrs, [tens("orig_input", x), tens("orig_output", y), tens("grad", up)],
+                      [tens("output", g_tf)]))
+
+    # float32.
+    x32 = rng.normal(size=(1, 4, 4, 2)).astype(np.float32)
+    attrs = pool_attrs((3, 3), (2, 2), "SAME", False)
+    for kind, op in (("max", "MaxPool"), ("avg", "AvgPool")):
+        y = tf_pool(torch.tensor(x32.astype(np.float64)), kind, (3, 3), (2, 2), "SAME", False)
+        cases.append(case(nm(op.lower() + "-f32"), op, attrs, [tens("input" if kind == "max" else "value", x32, "float32")],
+                          [tens("output", y.numpy().astype(np.float32), "float32")], rtol=1e-6, atol=1e-6))
+
+    # Errors.
+    xe = rng.normal(size=(1, 4, 4, 1))
+    cases.append(case(nm("maxpool-batch"), "MaxPool", {"ksize": [2, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": "VALID"},
+                      [tens("input", xe)], error="Pooling is not yet supported on the batch dimension."))
+    cases.append(case(nm("avgpool-negative"), "AvgPool", {"ksize": [1, 6, 1, 1], "strides": [1, 1, 1, 1], "padding": "VALID"},
+                      [tens("value", xe)], error="Computed output size would be negative"))
+    cases.append(case(nm("maxpool-ksize"), "MaxPool", {"ksize": [1, 2, 2], "strides": [1, 1, 1, 1], "padding": "VALID"},
+                      [tens("input", xe)], error="Sliding window ksize field must specify 4 dimensions"))
+    return cases
+
+
 # family: (generator, seed)
-FAMILIES = {"cwise": (gen_cwise, 1801), "array": (gen_array, 1802)}
+FAMILIES = {"cwise": (gen_cwise, 1801), "array": (gen_array, 1802), "pool": (gen_pool, 1803)}
 
 
 def main(argv):
