@@ -12,8 +12,11 @@ import (
 // AvgPool and their gradient ops: the input shape (in the attrs' data
 // format) and the attrs.
 type PoolConfig struct {
-	Name  string
+	// Name describes the configuration.
+	Name string
+	// Shape is the input's shape, in Attrs.DataFormat.
 	Shape []int
+	// Attrs are the pooling attrs.
 	Attrs PoolAttrs
 }
 

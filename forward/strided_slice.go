@@ -25,10 +25,16 @@ import (
 // StridedSliceGrad (TensorFlow's bit masks over the entries of begin, end
 // and strides).
 type StridedSliceAttrs struct {
-	BeginMask      int `tf:"begin_mask"`
-	EndMask        int `tf:"end_mask"`
-	EllipsisMask   int `tf:"ellipsis_mask"`
-	NewAxisMask    int `tf:"new_axis_mask"`
+	// BeginMask: bit i ignores begin[i] (the widest range's start).
+	BeginMask int `tf:"begin_mask"`
+	// EndMask: bit i ignores end[i] (the widest range's end).
+	EndMask int `tf:"end_mask"`
+	// EllipsisMask: bit i makes entry i an ellipsis (at most one bit).
+	EllipsisMask int `tf:"ellipsis_mask"`
+	// NewAxisMask: bit i makes entry i a new dimension of size 1.
+	NewAxisMask int `tf:"new_axis_mask"`
+	// ShrinkAxisMask: bit i makes entry i the single index begin[i],
+	// dropping the dimension.
 	ShrinkAxisMask int `tf:"shrink_axis_mask"`
 }
 

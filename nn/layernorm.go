@@ -83,6 +83,7 @@ func (l *LayerNorm) Err() error { return l.err }
 // Epsilon returns the layer's ε.
 func (l *LayerNorm) Epsilon() float64 { return l.eps }
 
+// String describes the layer: LayerNorm(features, eps=ε).
 func (l *LayerNorm) String() string {
 	if l.err != nil {
 		return "LayerNorm(invalid)"

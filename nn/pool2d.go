@@ -89,6 +89,8 @@ func (p *Pool2D) Avg() bool { return p.avg }
 // exporters; the zero PoolAttrs if p is invalid.
 func (p *Pool2D) Attrs() forward.PoolAttrs { return p.attrs }
 
+// String describes the layer: its kind, window, strides, padding and
+// data format.
 func (p *Pool2D) String() string {
 	if p.err != nil {
 		return "Pool2D(invalid)"

@@ -36,10 +36,10 @@ type Float interface{ float32 | float64 }
 // (NCHW), window KH×KW, strides SH, SW, output OH×OW, and the padding
 // before the first row (PadT) and column (PadL).
 type Geom struct {
-	NCHW               bool
-	N, H, W, C         int
-	KH, KW, SH, SW     int
-	OH, OW, PadT, PadL int
+	NCHW               bool // layout: NCHW, else NHWC
+	N, H, W, C         int  // input batch, rows, columns, channels
+	KH, KW, SH, SW     int  // window rows, columns; strides
+	OH, OW, PadT, PadL int  // output rows, columns; padding before
 }
 
 // window returns the clipped input rows [h0, h1) and columns [w0, w1) of
