@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 
 	"gorgonia.org/tensor"
 
@@ -33,6 +34,9 @@ type LoaderOptions struct {
 	// is still the dataset's size, Pos and NumBatches count global
 	// examples and batches.
 	Rank, Ranks int
+	// Name names the loader's state in checkpoints (default "loader"; give
+	// two loaders saved in one checkpoint distinct names).
+	Name string
 }
 
 // Batch is one batch of examples. A Loader returns the same *Batch every
@@ -313,10 +317,91 @@ func (l *Loader) State() LoaderState {
 // batches are those that followed when s was taken. Pos must be a multiple
 // of the batch size or the number of examples.
 func (l *Loader) SetState(s LoaderState) error {
-	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.global() != 0 && s.Pos != l.n) {
-		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.global())
+	if err := l.checkState(s); err != nil {
+		return err
 	}
 	l.opts.Seed, l.epoch, l.pos = s.Seed, s.Epoch, s.Pos
 	l.makePerm()
 	return nil
+}
+
+// checkState reports an invalid position for SetState.
+func (l *Loader) checkState(s LoaderState) error {
+	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.global() != 0 && s.Pos != l.n) {
+		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.global())
+	}
+	return nil
+}
+
+// StateName returns the name of the loader's state in checkpoints:
+// LoaderOptions.Name, or "loader". With SaveState, CheckState and
+// LoadState it makes a *Loader an nn.CheckpointState: pass it to
+// nn.SaveCheckpoint and nn.LoadCheckpoint to save and restore its
+// position with the model.
+func (l *Loader) StateName() string {
+	if l.opts.Name == "" {
+		return "loader"
+	}
+	return l.opts.Name
+}
+
+// SaveState returns the loader's position (State) as checkpoint entries:
+// "seed", "epoch" and "pos", with "examples" and "batch_size", which
+// CheckState compares with the loader it restores.
+func (l *Loader) SaveState() (map[string]string, error) {
+	s := l.State()
+	return map[string]string{
+		"seed":       strconv.FormatUint(s.Seed, 10),
+		"epoch":      strconv.Itoa(s.Epoch),
+		"pos":        strconv.Itoa(s.Pos),
+		"examples":   strconv.Itoa(l.n),
+		"batch_size": strconv.Itoa(l.opts.BatchSize),
+	}, nil
+}
+
+// parseState reads SaveState's entries and checks them against l.
+func (l *Loader) parseState(m map[string]string) (LoaderState, error) {
+	var s LoaderState
+	ints := map[string]int{}
+	for _, k := range []string{"epoch", "pos", "examples", "batch_size"} {
+		v, ok := m[k]
+		if !ok {
+			return s, fmt.Errorf("Loader: checkpoint state has no %q entry", k)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return s, fmt.Errorf("Loader: checkpoint state %q = %q: %w", k, v, err)
+		}
+		ints[k] = n
+	}
+	seed, err := strconv.ParseUint(m["seed"], 10, 64)
+	if err != nil {
+		return s, fmt.Errorf("Loader: checkpoint state \"seed\" = %q: %w", m["seed"], err)
+	}
+	if ints["examples"] != l.n || ints["batch_size"] != l.opts.BatchSize {
+		return s, fmt.Errorf("Loader: checkpoint state is of a loader over %d examples in batches of %d; this one has %d in batches of %d",
+			ints["examples"], ints["batch_size"], l.n, l.opts.BatchSize)
+	}
+	s = LoaderState{Seed: seed, Epoch: ints["epoch"], Pos: ints["pos"]}
+	if err := l.checkState(s); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// CheckState reports whether LoadState would accept the entries: saved
+// by SaveState of a loader over as many examples in batches of the same
+// size, at a valid position. It changes nothing.
+func (l *Loader) CheckState(m map[string]string) error {
+	_, err := l.parseState(m)
+	return err
+}
+
+// LoadState restores the position saved by SaveState (see SetState).
+func (l *Loader) LoadState(m map[string]string) error {
+	s, err := l.parseState(m)
+	if err != nil {
+		return err
+	}
+	return l.SetState(s)
 }
