@@ -47,6 +47,9 @@ type config struct {
 	plot       string
 	progress   bool
 	stopAfter  int
+	pad        int
+	flip       bool
+	smooth     float64
 }
 
 func main() {
@@ -64,6 +67,9 @@ func main() {
 	flag.StringVar(&c.plot, "plot", "fashionmnist.png", "PNG plot of the loss and accuracy curves ('' for none)")
 	flag.BoolVar(&c.progress, "progress", true, "show a progress bar")
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
+	flag.IntVar(&c.pad, "pad", 2, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
+	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
 	flag.Parse()
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fashionmnist:", err)
@@ -110,11 +116,16 @@ func run(c config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch, Shuffle: true, Seed: uint64(c.seed), DropLast: true})
+	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch, Shuffle: true, Seed: uint64(c.seed), DropLast: true,
+		Augment: &data.Augment{Pad: c.pad, FlipHorizontal: c.flip}})
 	if err != nil {
 		return err
 	}
 	testLoader, err := data.NewLoader(test.Images, test.Labels, data.LoaderOptions{BatchSize: 500})
+	if err != nil {
+		return err
+	}
+	lossFn, err := newSmoothLoss(c.smooth, 10)
 	if err != nil {
 		return err
 	}
@@ -175,7 +186,10 @@ func run(c config, stdout, stderr io.Writer) error {
 			// from the step number, so a resumed run is bit-identical.
 			tape.Reseed(c.seed*1_000_003 + int64(step))
 			logits := model.Forward(tape, tape.Constant(b.X))
-			loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(b.Y))
+			loss, err := lossFn.loss(tape, logits, b.Y)
+			if err != nil {
+				return err
+			}
 			if err := tape.Backward(loss); err != nil {
 				return err
 			}

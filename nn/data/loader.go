@@ -23,6 +23,9 @@ type LoaderOptions struct {
 	// DropLast skips the last batch of an epoch when it would be smaller
 	// than BatchSize; by default it is delivered, smaller.
 	DropLast bool
+	// Augment, if set, randomly crops and flips each input image as it is
+	// copied into a batch (training data; see Augment).
+	Augment *Augment
 }
 
 // Batch is one batch of examples. A Loader returns the same *Batch every
@@ -75,6 +78,9 @@ type Loader struct {
 	// full-size and last-partial-batch tensors (sharing backing arrays)
 	fullX, fullY, partX, partY *tensor.Dense
 	batch                      Batch
+	// augmentation: image height, width, channels and the random source
+	augH, augW, augC int
+	augPCG           rand.PCG
 }
 
 // NewLoader returns a loader over the rows of x and y (y may be nil; both
@@ -93,6 +99,13 @@ func NewLoader(x, y *tensor.Dense, opts LoaderOptions) (*Loader, error) {
 		return nil, err
 	}
 	l := &Loader{x: cx, n: cx.Shape()[0], opts: opts}
+	if opts.Augment != nil {
+		a := *opts.Augment // the loader keeps its own copy
+		l.opts.Augment = &a
+		if l.augH, l.augW, l.augC, err = checkAugment(&a, cx); err != nil {
+			return nil, err
+		}
+	}
 	if y != nil {
 		cy, err := checkRows("targets", y)
 		if err != nil {
@@ -212,7 +225,11 @@ func (l *Loader) Next() bool {
 		x, y = l.partX, l.partY
 	}
 	idx := l.perm[l.pos : l.pos+size]
-	gatherRows(x, l.x, idx)
+	if l.opts.Augment.enabled() {
+		l.augmentRows(x, idx)
+	} else {
+		gatherRows(x, l.x, idx)
+	}
 	if l.y != nil {
 		gatherRows(y, l.y, idx)
 	}
