@@ -51,6 +51,9 @@ type config struct {
 	stopAfter  int
 	dist       distConfig // -dist (dist.go)
 	export     string
+	pad        int
+	flip       bool
+	smooth     float64
 }
 
 func main() {
@@ -71,6 +74,9 @@ func main() {
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
 	registerDistFlags(&c.dist)
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
+	flag.IntVar(&c.pad, "pad", 2, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
+	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
@@ -126,11 +132,16 @@ func run(c config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size()})
+	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size(),
+		Augment: &data.Augment{Pad: c.pad, FlipHorizontal: c.flip}})
 	if err != nil {
 		return err
 	}
 	testLoader, err := data.NewLoader(test.Images, test.Labels, data.LoaderOptions{BatchSize: 500})
+	if err != nil {
+		return err
+	}
+	lossFn, err := newSmoothLoss(c.smooth, 10)
 	if err != nil {
 		return err
 	}
@@ -185,7 +196,10 @@ func run(c config, stdout, stderr io.Writer) error {
 			// from the step number, so a resumed run is bit-identical.
 			tape.Reseed(c.seed*1_000_003 + int64(step) + ds.seedOffset())
 			logits := model.Forward(tape, tape.Constant(b.X))
-			loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(b.Y))
+			loss, err := lossFn.loss(tape, logits, b.Y)
+			if err != nil {
+				return err
+			}
 			if err := tape.Backward(loss); err != nil {
 				return err
 			}

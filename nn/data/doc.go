@@ -22,4 +22,9 @@
 //	for l.Next() {
 //		b := l.Batch() // b.X [64, 28, 28, 1] float32, b.Y [64] int32
 //	}
+//
+// LoaderOptions.Augment makes the loader augment training images as it
+// copies them: random crops of the zero-padded image and horizontal flips,
+// chosen from the seed, the epoch and the example's row (so resuming
+// delivers the same augmented batches), without allocating.
 package data

@@ -37,6 +37,9 @@ type LoaderOptions struct {
 	// Name names the loader's state in checkpoints (default "loader"; give
 	// two loaders saved in one checkpoint distinct names).
 	Name string
+	// Augment, if set, randomly crops and flips each input image as it is
+	// copied into a batch (training data; see Augment).
+	Augment *Augment
 }
 
 // Batch is one batch of examples. A Loader returns the same *Batch every
@@ -89,6 +92,9 @@ type Loader struct {
 	// full-size and last-partial-batch tensors (sharing backing arrays)
 	fullX, fullY, partX, partY *tensor.Dense
 	batch                      Batch
+	// augmentation: image height, width, channels and the random source
+	augH, augW, augC int
+	augPCG           rand.PCG
 }
 
 // NewLoader returns a loader over the rows of x and y (y may be nil; both
@@ -113,6 +119,13 @@ func NewLoader(x, y *tensor.Dense, opts LoaderOptions) (*Loader, error) {
 		return nil, err
 	}
 	l := &Loader{x: cx, n: cx.Shape()[0], opts: opts}
+	if opts.Augment != nil {
+		a := *opts.Augment // the loader keeps its own copy
+		l.opts.Augment = &a
+		if l.augH, l.augW, l.augC, err = checkAugment(&a, cx); err != nil {
+			return nil, err
+		}
+	}
 	if y != nil {
 		cy, err := checkRows("targets", y)
 		if err != nil {
@@ -228,7 +241,11 @@ func (l *Loader) Next() bool {
 		}
 		start := l.pos + l.opts.Rank*bs
 		idx := l.perm[start : start+bs]
-		gatherRows(l.fullX, l.x, idx)
+		if l.opts.Augment.enabled() {
+			l.augmentRows(l.fullX, idx)
+		} else {
+			gatherRows(l.fullX, l.x, idx)
+		}
 		if l.y != nil {
 			gatherRows(l.fullY, l.y, idx)
 		}
@@ -250,7 +267,11 @@ func (l *Loader) Next() bool {
 		x, y = l.partX, l.partY
 	}
 	idx := l.perm[l.pos : l.pos+size]
-	gatherRows(x, l.x, idx)
+	if l.opts.Augment.enabled() {
+		l.augmentRows(x, idx)
+	} else {
+		gatherRows(x, l.x, idx)
+	}
 	if l.y != nil {
 		gatherRows(y, l.y, idx)
 	}

@@ -115,3 +115,62 @@ func TestShardedLoader(t *testing.T) {
 		t.Error("SetState accepted a position inside a global batch")
 	}
 }
+
+// TestShardedLoaderAugment: with augmentation, the shards of Ranks loaders
+// deliver the same augmented images as one loader of batch B·Ranks (the
+// crop and flip of an example depend on the seed, the epoch and its row
+// only), so a data-parallel run trains on the same data as one process.
+func TestShardedLoaderAugment(t *testing.T) {
+	const n, h, w, b, ranks = 19, 5, 4, 2, 2
+	xs := make([]float32, n*h*w)
+	for i := range xs {
+		xs[i] = float32(i%97) + 1
+	}
+	x, err := tensorx.New([]int{n, h, w, 1}, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := LoaderOptions{BatchSize: b * ranks, Shuffle: true, Seed: 9, DropLast: true,
+		Augment: &Augment{Pad: 2, FlipHorizontal: true}}
+	whole, err := NewLoader(x, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make([]*Loader, ranks)
+	for r := range shards {
+		o := opts
+		o.BatchSize, o.Rank, o.Ranks = b, r, ranks
+		if shards[r], err = NewLoader(x, nil, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := h * w
+	changed := 0
+	for epoch := range 3 {
+		for whole.Next() {
+			want := tensorx.MustSlice[float32](whole.Batch().X)
+			for r, s := range shards {
+				if !s.Next() {
+					t.Fatalf("epoch %d: rank %d ended early", epoch, r)
+				}
+				bt := s.Batch()
+				got := tensorx.MustSlice[float32](bt.X)[:b*row]
+				w := want[r*b*row : (r+1)*b*row]
+				if !slices.Equal(got, w) {
+					t.Fatalf("epoch %d: rank %d's augmented images differ from the whole loader's", epoch, r)
+				}
+				for k, i := range bt.Indices {
+					if !slices.Equal(got[k*row:(k+1)*row], xs[i*row:(i+1)*row]) {
+						changed++
+					}
+				}
+			}
+		}
+		for _, s := range shards {
+			s.Next()
+		}
+	}
+	if changed == 0 {
+		t.Fatal("no shard image was augmented")
+	}
+}
