@@ -4,9 +4,11 @@ GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
 GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
+# Cases generated in this repository from independent references (testdata/golden-tapegrad/).
+GOLDEN_FILES += testdata/golden-tapegrad/conv2d_int32.json
 FUZZTIME ?= 20s
 
-.PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train data help test-mpi train-mpi mpi-deps
+.PHONY: all test ci race noasm fuzz-check vet gen-check fmt-check unit gradcheck gradcheck-quick conformance bench bench-deps bench-compare train-compare fuzz demo train export data help test-mpi train-mpi mpi-deps
 
 all: test
 
@@ -22,6 +24,7 @@ help:
 	@echo "make demo        train the example model on the bundled subset (about a minute)"
 	@echo "make data        install the full Fashion-MNIST (Debian package dataset-fashion-mnist)"
 	@echo "make train       the full training run (QAT=1 for quantisation-aware training)"
+	@echo "make export      the model make train trained, as ONNX: out/model.onnx (QAT=1: out/model-qat.onnx, int8 QDQ)"
 	@echo "make bench-compare  same-run comparison with PyTorch (THREADS=1|2; make bench-deps first)"
 	@echo "make train-compare  same-run epoch times of the example and its PyTorch twin (TRAIN_THREADS=2, EPOCHS_CMP=1, ROUNDS=2)"
 	@echo "make test-mpi    the data-parallel tests under mpirun (-tags mpi; needs OpenMPI: make mpi-deps)"
@@ -105,6 +108,15 @@ train:
 	@mkdir -p $(OUT)
 	$(GO) run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs $(EPOCHS) \
 		$(if $(QAT),-qat) -checkpoint $(OUT)/train$(if $(QAT),-qat).safetensors -plot $(OUT)/train$(if $(QAT),-qat).png
+
+# The model `make train` trained (QAT=1: the QAT one) as ONNX, float32 or
+# int8 QDQ: input [N,28,28,1] "input", output logits [N,10] "logits".
+# (-resume with -stop-after 1 loads the checkpoint and trains no further.)
+export:
+	@test -f $(OUT)/train$(if $(QAT),-qat).safetensors || { \
+		echo "make export: no $(OUT)/train$(if $(QAT),-qat).safetensors: run make train$(if $(QAT), QAT=1) first"; exit 1; }
+	$(GO) run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs $(EPOCHS) $(if $(QAT),-qat) \
+		-resume -stop-after 1 -checkpoint $(OUT)/train$(if $(QAT),-qat).safetensors -plot '' -progress=false -export $(OUT)/model$(if $(QAT),-qat).onnx
 
 data:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist

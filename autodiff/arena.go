@@ -35,59 +35,135 @@ var (
 	poisonOn   bool
 )
 
-const poolRank = 8
-
-type shapeKey struct {
-	dt    tensor.Dtype
-	rank  int
-	shape [poolRank]int
-}
-
-// arena recycles tensors by exact dtype and shape: training shapes repeat
-// exactly, so after the first step every request is served from a free
-// list, and the *tensor.Dense headers are reused too (creating one costs
-// several allocations in gorgonia.org/tensor).
+// arena hands out the tape's tensor buffers and takes them back, when a
+// value is released (liveness.go), a kernel's scratch is done, or the tape
+// is Reset.
+//
+// Memory comes in blocks: a block is the backing array of one dtype and
+// some capacity, and a buffer is a *tensor.Dense over the first elements of
+// a block. A request takes the free block of its dtype with the smallest
+// capacity that holds it (the one made first among equals), so memory
+// freed by one shape serves the next, whatever its shape, as long as the
+// block is not more than maxWaste times too large; otherwise a new block
+// is made, of exactly the requested size, and the largest free block
+// smaller than that (if not far smaller, and not under minEvict bytes) is
+// dropped, so the pool does not keep blocks its requests have outgrown.
+// The *tensor.Dense headers are kept with their block, one per shape (up
+// to maxHeaders; creating one costs several allocations in
+// gorgonia.org/tensor). A program that repeats the same steps makes the
+// same requests in the same order, so after a few steps (the first ones
+// settle the pool) every request finds the same block and header as in
+// the step before, and nothing is allocated.
 type arena struct {
-	free map[shapeKey][]*tensor.Dense
-	live map[*tensor.Dense]shapeKey
+	free   map[tensor.Dtype][]*block // free blocks by ascending (capacity, id)
+	all    map[tensor.Dtype][]*block // every block, by ascending (capacity, id)
+	live   map[*tensor.Dense]*block  // buffers handed out, by header
+	nextID int32
+
+	inUse, peak, pooled int64 // bytes: of blocks in use, their peak since recycle, of every block
 }
 
-func keyOf(dt tensor.Dtype, shape []int) (shapeKey, bool) {
-	if len(shape) > poolRank {
-		return shapeKey{}, false
+// block is a backing array and the headers made over it.
+type block struct {
+	mem  *tensor.Dense // the backing array, a vector of the block's capacity
+	cap  int
+	id   int32
+	size int64           // bytes
+	hdrs []*tensor.Dense // headers over mem's first elements, most recently used first
+	used bool
+}
+
+// maxWaste bounds the capacity of a block that serves a request, in
+// requested elements: a small value must not hold a large block (that a
+// large request would then miss) for as long as it lives.
+const maxWaste = 4
+
+// minEvict is the size in bytes of the smallest block evict drops: small
+// blocks stay (they cost little), so the pool of a repeated step settles
+// within a few steps.
+const minEvict = 64 << 10
+
+// maxHeaders is the most headers (shapes) a block keeps.
+const maxHeaders = 32
+
+func (a *arena) init() {
+	if a.free == nil {
+		a.free = map[tensor.Dtype][]*block{}
+		a.all = map[tensor.Dtype][]*block{}
+		a.live = map[*tensor.Dense]*block{}
 	}
-	k := shapeKey{dt: dt, rank: len(shape)}
-	copy(k.shape[:], shape)
-	return k, true
+}
+
+// blockLess orders blocks by capacity, then by id.
+func blockLess(x *block, c int, id int32) bool {
+	return x.cap < c || x.cap == c && x.id < id
+}
+
+// search returns the index of the first block of l not before (c, id).
+func search(l []*block, c int, id int32) int {
+	lo, hi := 0, len(l)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if blockLess(l[m], c, id) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// insert adds b to the sorted list l.
+func insert(l []*block, b *block) []*block {
+	i := search(l, b.cap, b.id)
+	l = append(l, nil)
+	copy(l[i+1:], l[i:])
+	l[i] = b
+	return l
 }
 
 // Alloc implements registry.Allocator.
 func (a *arena) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense, error) {
-	if a.free == nil {
-		a.free = map[shapeKey][]*tensor.Dense{}
-		a.live = map[*tensor.Dense]shapeKey{}
+	a.init()
+	n, err := tensorx.Numel(shape)
+	if err != nil {
+		return nil, err
 	}
-	k, poolable := keyOf(dt, shape)
-	var d *tensor.Dense
+	if !tensorx.Supported(dt) {
+		return tensorx.Zeros(dt, shape) // the error
+	}
+	var b *block
 	fresh := false
-	if poolable {
-		if l := a.free[k]; len(l) > 0 {
-			d = l[len(l)-1]
-			l[len(l)-1] = nil
-			a.free[k] = l[:len(l)-1]
+	l := a.free[dt]
+	i := search(l, n, -1)
+	if i < len(l) && l[i].cap <= maxWaste*n {
+		b = l[i]
+		copy(l[i:], l[i+1:])
+		l[len(l)-1] = nil
+		a.free[dt] = l[:len(l)-1]
+	} else {
+		if i > 0 && l[i-1].cap*maxWaste >= n && l[i-1].size >= minEvict {
+			a.evict(dt, i-1)
 		}
-	}
-	if d == nil {
-		var err error
-		d, err = tensorx.Zeros(dt, shape)
+		mem, err := tensorx.Zeros(dt, []int{n})
 		if err != nil {
 			return nil, err
 		}
+		b = &block{mem: mem, cap: n, id: a.nextID, size: int64(n) * int64(dt.Size())}
+		a.nextID++
+		a.all[dt] = insert(a.all[dt], b)
+		a.pooled += b.size
 		fresh = true
 	}
-	if poolable {
-		a.live[d] = k
+	d, err := b.header(shape, n)
+	if err != nil {
+		a.free[dt] = insert(a.free[dt], b)
+		return nil, err
 	}
+	b.used = true
+	a.live[d] = b
+	a.inUse += b.size
+	a.peak = max(a.peak, a.inUse)
 	switch {
 	case zeroed && !fresh:
 		zero(d)
@@ -97,14 +173,76 @@ func (a *arena) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense,
 	return d, nil
 }
 
-// Release implements registry.Allocator: d goes back to its free list.
+// evict forgets the free block at index i of dtype dt's free list,
+// returning its memory to the GC: a larger block replaces it.
+func (a *arena) evict(dt tensor.Dtype, i int) {
+	l := a.free[dt]
+	b := l[i]
+	copy(l[i:], l[i+1:])
+	l[len(l)-1] = nil
+	a.free[dt] = l[:len(l)-1]
+	all := a.all[dt]
+	j := search(all, b.cap, b.id)
+	copy(all[j:], all[j+1:])
+	all[len(all)-1] = nil
+	a.all[dt] = all[:len(all)-1]
+	a.pooled -= b.size
+}
+
+// header returns a header of the given shape (n elements) over b's first
+// n elements, reusing one made before.
+func (b *block) header(shape []int, n int) (*tensor.Dense, error) {
+	for i, h := range b.hdrs {
+		if tensorx.SameShape(h.Shape(), shape) {
+			copy(b.hdrs[1:i+1], b.hdrs[:i])
+			b.hdrs[0] = h
+			return h, nil
+		}
+	}
+	var h *tensor.Dense
+	var err error
+	switch b.mem.Dtype() {
+	case tensor.Float32:
+		h, err = tensorx.New(shape, b.mem.Float32s()[:n:n])
+	case tensor.Float64:
+		h, err = tensorx.New(shape, b.mem.Float64s()[:n:n])
+	case tensor.Int32:
+		h, err = tensorx.New(shape, b.mem.Int32s()[:n:n])
+	case tensor.Int64:
+		h, err = tensorx.New(shape, b.mem.Int64s()[:n:n])
+	case tensor.Bool:
+		h, err = tensorx.New(shape, b.mem.Bools()[:n:n])
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b.hdrs) < maxHeaders {
+		b.hdrs = append(b.hdrs, nil)
+	}
+	copy(b.hdrs[1:], b.hdrs[:len(b.hdrs)-1])
+	b.hdrs[0] = h
+	return h, nil
+}
+
+// Release implements registry.Allocator: d's block becomes free. Buffers
+// the arena did not hand out (or took back already) are ignored.
 func (a *arena) Release(d *tensor.Dense) {
-	k, ok := a.live[d]
+	b, ok := a.live[d]
 	if !ok {
 		return
 	}
 	delete(a.live, d)
-	a.free[k] = append(a.free[k], d)
+	a.put(b)
+	if poisoning() {
+		poison(d) // a stale read of the released buffer sees NaN
+	}
+}
+
+func (a *arena) put(b *block) {
+	b.used = false
+	a.inUse -= b.size
+	dt := b.mem.Dtype()
+	a.free[dt] = insert(a.free[dt], b)
 }
 
 // owns reports whether d was handed out by the arena and is still live.
@@ -113,17 +251,25 @@ func (a *arena) owns(d *tensor.Dense) bool {
 	return ok
 }
 
-// recycle moves every live buffer back to the free lists.
+// recycle makes every block free.
 func (a *arena) recycle() {
-	for d, k := range a.live {
-		a.free[k] = append(a.free[k], d)
+	if a.free == nil {
+		return
 	}
 	clear(a.live)
+	for dt, all := range a.all {
+		for _, b := range all {
+			b.used = false
+		}
+		a.free[dt] = append(a.free[dt][:0], all...)
+	}
+	a.inUse, a.peak = 0, 0
 }
 
-// drop forgets every pooled buffer, returning the memory to the GC.
+// drop forgets every block, returning the memory to the GC.
 func (a *arena) drop() {
-	a.free, a.live = nil, nil
+	a.free, a.all, a.live = nil, nil, nil
+	a.inUse, a.peak, a.pooled = 0, 0, 0
 }
 
 func zero(d *tensor.Dense) {

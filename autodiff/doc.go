@@ -14,6 +14,13 @@
 // makes later ops no-ops, and is returned by Backward, Grad, Err and every
 // read of data.
 //
+// # Debugging: NaN and Inf
+//
+// A tape made with DetectAnomaly checks every op's float outputs, forward
+// and backward, and fails at the first op that makes a NaN or an infinity,
+// naming it, the phase ("forward" or "gradient of <op>") and the user's
+// file:line (see DetectAnomaly, AnomalyError). Off by default.
+//
 // # Debugging: poisoned buffers
 //
 // A tape recycles its buffers between steps. With the environment variable

@@ -33,7 +33,8 @@ type OpError struct {
 	Op string
 	// Input is the index of the input concerned, or -1.
 	Input int
-	// Phase is "forward", "backward" or "tape".
+	// Phase is "forward", "backward" or "tape"; for an error of anomaly
+	// detection in a backward pass, "gradient of <op>" (see DetectAnomaly).
 	Phase string
 	// Loc is the file:line of the user code that applied the op.
 	Loc string
@@ -81,7 +82,20 @@ var internalPrefixes = []string{
 func callerLoc() string {
 	var pcs [32]uintptr
 	n := runtime.Callers(2, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
+	return locOf(pcs[:n])
+}
+
+// locOf returns the file:line of the first frame of the stack pcs (from
+// runtime.Callers; zero entries end it) outside tapegrad's library
+// packages, or "".
+func locOf(pcs []uintptr) string {
+	for i, pc := range pcs {
+		if pc == 0 {
+			pcs = pcs[:i]
+			break
+		}
+	}
+	frames := runtime.CallersFrames(pcs)
 	for {
 		f, more := frames.Next()
 		internal := false

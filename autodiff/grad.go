@@ -171,7 +171,7 @@ func (t *Tape) Grad(targets, sources, upstream []Value, opts GradOpts) ([]Value,
 	}
 	for id := range t.vals {
 		if p := t.vals[id].param; p != nil && p.version != t.vals[id].version {
-			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: parameter %q changed (version %d → %d) after use on this tape", ErrModified, p.Name, t.vals[id].version, p.version))
+			return nil, t.fail("", -1, "backward", fmt.Errorf("%w: parameter %q changed (version %d → %d) after use on this tape: call tape.Reset() at the start of each step", ErrModified, p.Name, t.vals[id].version, p.version))
 		}
 	}
 	res, err := t.gradPass(targets, sources, upstream, opts.CreateGraph)
@@ -220,8 +220,17 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 	}
 	e := &t.em
 	e.t, e.record = t, create
-	// Seeds.
 	maxNode := -1
+	for _, tv := range targets {
+		if t.marked[tv.id] {
+			maxNode = max(maxNode, int(t.vals[tv.id].node))
+		}
+	}
+	if err := t.plan(targets, sources, maxNode, minSrc, create); err != nil {
+		return nil, err
+	}
+	defer t.endPass()
+	// Seeds.
 	for i, tv := range targets {
 		if !t.marked[tv.id] {
 			continue
@@ -236,7 +245,7 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			return nil, t.err
 		}
 		t.acc[tv.id] = append(t.acc[tv.id], seed.id)
-		maxNode = max(maxNode, int(t.vals[tv.id].node))
+		t.hold(seed.id)
 	}
 	dy := t.dyBuf[:0]
 	nv := &t.nv
@@ -262,8 +271,13 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			needs = needs || t.marked[id]
 		}
 		if !has || !needs {
+			t.afterNode(ni, int32(len(t.vals)))
 			continue
 		}
+		if t.anom != nil {
+			t.anom.at(t, int32(ni))
+		}
+		made := int32(len(t.vals))
 		dy = dy[:0]
 		for _, id := range t.ids[nd.out0 : nd.out0+nd.nout] {
 			g, ok := t.sumGrads(e, id)
@@ -289,19 +303,23 @@ func (t *Tape) gradPass(targets, sources, upstream []Value, create bool) (res []
 			}
 			gv, ok := unbox(g)
 			if !ok {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g)}
+				return nil, t.gradError(ni, i, fmt.Errorf("%w: gradient is a %T, not a tape Value", ErrInternal, g))
 			}
 			if err := t.check(gv); err != nil {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward", Err: err}
+				return nil, t.gradError(ni, i, err)
 			}
 			in := t.vals[id].d
 			gd := t.vals[gv.id].d
 			if gd.Dtype() != in.Dtype() || !tensorx.SameShape(gd.Shape(), in.Shape()) {
-				return nil, &OpError{Op: nd.op.Name, Input: i, Phase: "backward",
-					Err: fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape())}
+				return nil, t.gradError(ni, i, fmt.Errorf("%w: gradient is %v %v but the input is %v %v", ErrInternal, gd.Dtype(), gd.Shape(), in.Dtype(), in.Shape()))
 			}
 			t.acc[id] = append(t.acc[id], gv.id)
+			t.hold(gv.id)
 		}
+		t.afterNode(ni, made)
+	}
+	if t.anom != nil {
+		t.anom.at(t, -1)
 	}
 	res = t.values(len(sources))
 	for i, s := range sources {
@@ -338,6 +356,12 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 	t.sumBuf = in
 	var out [1]Value
 	s := t.applyDef(opAddN, nil, in, e.record, "backward", out[:0])[0]
+	if s.id >= 0 {
+		t.hold(s.id)
+	}
+	for _, g := range l {
+		t.drop(g)
+	}
 	t.acc[id] = append(t.acc[id][:0], s.id)
 	return t.box(s), true
 }
@@ -347,32 +371,37 @@ func (t *Tape) sumGrads(e *emitter, id int32) (registry.Value, bool) {
 func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []registry.Value, err error) {
 	nd := t.nodes[nv.idx]
 	op := nd.op
+	if err := t.spend(nv.idx); err != nil {
+		return nil, err
+	}
 	switch op.GradKind() {
 	case registry.GradUnset:
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: op %s has no registered gradient", ErrNoGradient, op.Name)}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: op %s has no registered gradient", ErrNoGradient, op.Name))
 	case registry.GradNone:
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason())}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: %s", ErrNoGradient, op.NoGradientReason()))
 	case registry.GradZero:
 		return t.ifaces(int(nd.nin)), nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			if t.err != nil {
+				t.locateGradFailure(nv.idx)
 				grads, err = nil, t.err
 				return
 			}
-			grads, err = nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r)}
+			grads, err = nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: gradient function panicked: %v", ErrInternal, r))
 		}
 	}()
 	grads, err = op.Gradient()(e, nv, dy)
 	if t.err != nil {
+		t.locateGradFailure(nv.idx)
 		return nil, t.err
 	}
 	if err != nil {
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: err}
+		return nil, t.gradError(nv.idx, -1, err)
 	}
 	if len(grads) != int(nd.nin) {
-		return nil, &OpError{Op: op.Name, Input: -1, Phase: "backward", Err: fmt.Errorf("%w: gradient returned %d values for %d inputs", ErrInternal, len(grads), nd.nin)}
+		return nil, t.gradError(nv.idx, -1, fmt.Errorf("%w: gradient returned %d values for %d inputs", ErrInternal, len(grads), nd.nin))
 	}
 	return grads, nil
 }
@@ -382,7 +411,16 @@ func (t *Tape) callGrad(e *emitter, nv *nodeView, dy []registry.Value) (grads []
 // parameter bound to the tape, and adds it into the parameters' Grad. The
 // gradients are added only if the whole pass succeeds. A hook set with
 // OnGradReady sees each parameter's gradient as soon as it is final.
-func (t *Tape) Backward(target Value) error {
+//
+// Two mistakes that would otherwise train nothing, or train wrongly, are
+// errors: a target that depends on no trainable parameter bound to the
+// tape (ErrNoGradient, naming them), and a second Backward through ops an
+// earlier Backward of the same recording ran through (ErrBackwardTwice; see
+// BackwardOpts.RetainGraph).
+func (t *Tape) Backward(target Value) error { return t.BackwardWith(target, BackwardOpts{}) }
+
+// BackwardWith is Backward with options.
+func (t *Tape) BackwardWith(target Value, opts BackwardOpts) error {
 	if t.failed() {
 		return t.err
 	}
@@ -396,9 +434,20 @@ func (t *Tape) Backward(target Value) error {
 	t.bwSrcs, t.bwParams = srcs, ps
 	defer clear(t.bwParams)
 	t.bwTarget[0] = target
+	t.bwMode = bwSpend
+	if opts.RetainGraph {
+		t.bwMode = bwRetain
+	}
+	t.lv.consume = !opts.RetainGraph // the last Backward of a recording releases what it read
 	t.readyBegin(ps)
 	grads, err := t.Grad(t.bwTarget[:], srcs, nil, GradOpts{})
+	t.lv.consume = false
+	t.bwMode = bwGrad
 	if err != nil {
+		t.ready.readyEnd()
+		return err
+	}
+	if err := t.checkReached(target, ps); err != nil {
 		t.ready.readyEnd()
 		return err
 	}

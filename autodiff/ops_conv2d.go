@@ -15,7 +15,9 @@ import (
 // Conv2D returns the 2-D cross-correlation of x (NHWC [N,H,W,C], or NCHW
 // with attrs.DataFormat "NCHW") with filter [KH,KW,Cf,O], as TensorFlow's
 // Conv2D: grouped when C is a multiple of Cf (C/Cf groups). attrs.Strides
-// and attrs.Padding ("SAME", "VALID" or "EXPLICIT") are required.
+// and attrs.Padding ("SAME", "VALID" or "EXPLICIT") are required. Dtypes:
+// float32, float64 and int32 (NHWC only, as TensorFlow's int32 kernels;
+// integer arithmetic wrapping modulo 2^32, no gradients).
 func Conv2D(x, filter Value, attrs forward.Conv2DAttrs) Value {
 	t := tapeOf(x, filter)
 	if t == nil {
@@ -27,7 +29,8 @@ func Conv2D(x, filter Value, attrs forward.Conv2DAttrs) Value {
 // Conv2DBackpropInput returns the gradient of Conv2D with respect to its
 // input, of shape inputSizes (4 values in the data format's order, or
 // [H, W]), given the filter and dy, the gradient of Conv2D's output. It is
-// differentiable in filter and dy.
+// differentiable in filter and dy. Dtypes: float32, float64 and int32
+// (NHWC, without dilations or groups, as TensorFlow's int32 kernels).
 func Conv2DBackpropInput(inputSizes []int, filter, dy Value, attrs forward.Conv2DAttrs) Value {
 	t := tapeOf(filter, dy)
 	if t == nil {
@@ -42,7 +45,8 @@ func Conv2DBackpropInput(inputSizes []int, filter, dy Value, attrs forward.Conv2
 
 // Conv2DBackpropFilter returns the gradient of Conv2D with respect to its
 // filter, of shape filterSizes [KH,KW,Cf,O], given the input x and dy, the
-// gradient of Conv2D's output. It is differentiable in x and dy.
+// gradient of Conv2D's output. It is differentiable in x and dy. Dtypes:
+// float32 and float64 (TensorFlow has no int32 kernel for it).
 func Conv2DBackpropFilter(x Value, filterSizes []int, dy Value, attrs forward.Conv2DAttrs) Value {
 	t := tapeOf(x, dy)
 	if t == nil {

@@ -37,13 +37,17 @@ func Threads(n int) Option { return func(t *Tape) { t.threads = n } }
 // Backward report it). A Tape is not safe for concurrent
 // use; separate tapes may run in separate goroutines.
 //
-// Memory: every output, constant and gradient lives in the tape's arena
-// until Reset, which recycles the buffers. A training loop that calls Reset
-// at the start of every step reuses the same buffers step after step. The
-// small slices the tape returns (the outputs of Apply, the results of Grad)
-// and the registry.Values gradient functions see are cut from larger blocks
-// and never reused, so a steady-state step allocates next to nothing while
-// every handle from before a Reset stays invalid.
+// Memory: outputs, constants and gradients live in the tape's arena until
+// Reset, which recycles the buffers, unless the tape releases them earlier
+// by liveness (see Intermediates: the intermediates of an nn.Sequential on
+// a NoGrad tape are released as soon as the next layer has run, those of a
+// recording tape by Backward once no gradient function needs them). A
+// training loop that calls Reset at the start of every step reuses the
+// same buffers step after step. The small slices the tape returns (the
+// outputs of Apply, the results of Grad) and the registry.Values gradient
+// functions see are cut from larger blocks and never reused, so a
+// steady-state step allocates next to nothing while every handle from
+// before a Reset stays invalid.
 type Tape struct {
 	training bool
 	noGrad   bool
@@ -57,6 +61,7 @@ type Tape struct {
 	ids    []int32
 	params map[*Param]int32
 	err    error
+	anom   *anomaly // anomaly detection state, nil when off (anomaly.go)
 	arena  arena
 	kc     registry.KernelCtx
 	inBuf  []*tensor.Dense
@@ -72,11 +77,17 @@ type Tape struct {
 	bwParams []*Param
 	bwTarget [1]Value
 	sumBuf   []Value
+	lv       liveness  // backward-pass liveness (liveness.go)
 	ready    gradReady // OnGradReady (gradready.go)
 
 	// slabs of small handed-out slices and boxes (slab.go)
 	vslab []Value
 	islab []registry.Value
+
+	pcs    []uintptr // call stacks of the recorded ops (callsite.go)
+	pcsGen uint32    // the generation pcs belongs to
+	spent  []uint32  // per node: the generation in which a Backward ran through it (backward.go)
+	bwMode uint8     // what the gradient pass does with spent nodes (backward.go)
 }
 
 type valRec struct {
@@ -85,6 +96,7 @@ type valRec struct {
 	param   *Param
 	version uint64 // param version at binding
 	req     bool   // requires grad: depends on a watched leaf or a trainable param
+	live    uint8  // liveness flags (liveness.go)
 }
 
 type node struct {
@@ -92,6 +104,7 @@ type node struct {
 	attrs      any
 	in0, nin   int32
 	out0, nout int32
+	pc0, npc   int32 // the call stack the op was applied from: pcs[pc0 : pc0+npc]
 }
 
 // tapeGen numbers tapes (the high bits of their generation), so that a
@@ -202,7 +215,7 @@ func (t *Tape) check(v Value) error {
 	case int(v.id) >= len(t.vals):
 		return fmt.Errorf("%w: unknown Value", ErrInvalidValue)
 	}
-	return nil
+	return t.released(v.id)
 }
 
 func (t *Tape) newVal(d *tensor.Dense, nodeIdx int32, req bool) Value {
@@ -243,8 +256,9 @@ func (t *Tape) Constant(d *tensor.Dense) Value {
 // constant.
 func (t *Tape) Watch(d *tensor.Dense) Value {
 	v := t.Constant(d)
-	if v.id >= 0 && !t.noGrad {
-		t.vals[v.id].req = true
+	if v.id >= 0 {
+		t.vals[v.id].req = !t.noGrad
+		t.vals[v.id].live |= liveWatched
 	}
 	return v
 }
@@ -432,14 +446,18 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 	outs, err := registry.RunNormalized(def, &t.kc, na, t.inBuf)
 	clear(t.inBuf)
 	if err != nil {
-		t.fail(def.Name, -1, phase, err)
+		t.fail(def.Name, registry.ErrorInput(err), phase, err)
 		return false
 	}
-	req = req && record && def.GradKind() != registry.GradZero
+	gk := def.GradKind()
+	req = req && record && gk != registry.GradZero
 	nodeIdx := int32(-1)
 	if req {
 		nodeIdx = int32(len(t.nodes))
 		n := node{op: def, attrs: na, in0: int32(len(t.ids)), nin: int32(len(in))}
+		if t.anom == nil && needsCallSite(def, gk) { // anomaly detection keeps its own
+			n.pc0, n.npc = t.recordCallSite()
+		}
 		for _, v := range in {
 			t.ids = append(t.ids, v.id)
 		}
@@ -449,9 +467,17 @@ func (t *Tape) run(def *registry.OpDef, attrs any, in []Value, record bool, phas
 			t.ids = append(t.ids, int32(len(t.vals)+i))
 		}
 		t.nodes = append(t.nodes, n)
+		t.markSaved(t.ids[n.in0:n.out0])
+	}
+	var live uint8
+	if req {
+		live = liveSaved
 	}
 	for _, d := range outs {
-		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req})
+		t.vals = append(t.vals, valRec{d: d, node: nodeIdx, req: req, live: live})
+	}
+	if t.anom != nil {
+		return t.anom.check(t, def, in, len(outs), nodeIdx, phase)
 	}
 	return true
 }

@@ -455,9 +455,14 @@ func TestUseAfterResetWithRecycledStorage(t *testing.T) {
 	x1, y1, g1 := step()
 	old := stash
 	oldRes := old.res[0]
-	// Every tensor of the step: x, y, the seed dy and the gradient.
+	// The seed dy is the pass's own: released once the gradient function
+	// that reads it has run.
+	if err := old.dy.(*autodiff.Value).Err(); !errors.Is(err, autodiff.ErrReleased) {
+		t.Errorf("the seed after the pass: Err %v, want ErrReleased", err)
+	}
+	// Every tensor of the step the user holds: x, y and the gradient.
 	headers := map[*tensor.Dense]bool{}
-	for _, v := range []autodiff.Value{x1, y1, g1, *old.dy.(*autodiff.Value)} {
+	for _, v := range []autodiff.Value{x1, y1, g1} {
 		d, err := v.Data()
 		if err != nil {
 			t.Fatal(err)

@@ -50,6 +50,7 @@ func init() {
 		Kernels: map[tensor.Dtype]registry.Kernel{
 			tensor.Float32: conv2DBackpropInputKernel[float32],
 			tensor.Float64: conv2DBackpropInputKernel[float64],
+			tensor.Int32:   conv2DBackpropInputInt32Kernel, // conv2d_int32.go
 		},
 		Samples: forward.Conv2DBackpropInputSamples,
 	})
@@ -75,64 +76,85 @@ func conv2DBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs an
 	if err != nil {
 		return nil, err
 	}
+	out, od, g, done, err := conv2DBackpropInputPrep[T](kc, op, win, in, false)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return kc.Results(out), nil
+	}
+	if err := conv2DBackpropInput(kc, &g, tensorx.MustSlice[T](in[1]), tensorx.MustSlice[T](in[2]), od); err != nil {
+		return nil, err
+	}
+	return kc.Results(out), nil
+}
+
+// conv2DBackpropInputPrep checks Conv2DBackpropInput's inputs against the
+// window, allocates its output out (data od) and computes the geometry
+// g, unless the output is already complete (done): empty, or all zeros
+// for an empty out_backprop. With geomFirst the geometry is computed (and
+// checked) before those early returns, as TensorFlow's CPU kernel does.
+func conv2DBackpropInputPrep[T tensorx.Elem](kc *registry.KernelCtx, op string, win forward.Conv2DWindow, in []*tensor.Dense, geomFirst bool) (out *tensor.Dense, od []T, g forward.Conv2DGeometry, done bool, err error) {
 	sizes, f, dy := in[0], in[1], in[2]
 	if dy.Dtype() != f.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
 	}
 	if len(dy.Shape()) != 4 {
 		// TensorFlow's message names the wrong input (sic).
-		return nil, registry.Errorf(registry.ErrShape, "%s: input_sizes must be 4-dimensional, got: %d (out_backprop has shape %v and must be 4-D)", op, len(dy.Shape()), dy.Shape())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: input_sizes must be 4-dimensional, got: %d (out_backprop has shape %v and must be 4-D)", op, len(dy.Shape()), dy.Shape())
 	}
 	if len(f.Shape()) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
+		return nil, nil, g, false, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: filter must be 4-dimensional, got shape %v", op, f.Shape())
 	}
 	var vbuf, xbuf [4]int
 	vals, err := forward.Conv2DShapeArg(vbuf[:0], op, "input_sizes", sizes)
 	if err != nil {
-		return nil, err
+		return nil, nil, g, false, err
 	}
 	var xs []int
 	switch len(vals) {
 	case 4:
 		for _, v := range vals {
 			if v < 0 {
-				return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (input_sizes=%v)", op, v, slices.Clone(vals))
+				return nil, nil, g, false, registry.Errorf(registry.ErrInvalidArgument, "%s: Dimension %d must be >= 0 (input_sizes=%v)", op, v, slices.Clone(vals))
 			}
 		}
 		xs = vals
 	case 2:
 		if vals[0] < 0 || vals[1] < 0 {
-			return nil, registry.Errorf(registry.ErrInvalidArgument, "%s: elements of input_sizes must be >= 0, not %dx%d", op, vals[0], vals[1])
+			return nil, nil, g, false, registry.Errorf(registry.ErrInvalidArgument, "%s: elements of input_sizes must be >= 0, not %dx%d", op, vals[0], vals[1])
 		}
 		an, ah, aw, ac := win.Axes()
 		xbuf[an], xbuf[ah], xbuf[aw], xbuf[ac] = dy.Shape()[an], vals[0], vals[1], f.Shape()[2]
 		xs = xbuf[:]
 	default:
-		return nil, registry.Errorf(registry.ErrInvalidArgument, "%s requires input_sizes to contain 4 values or 2 values, but got: %d", op, len(vals))
+		return nil, nil, g, false, registry.Errorf(registry.ErrInvalidArgument, "%s requires input_sizes to contain 4 values or 2 values, but got: %d", op, len(vals))
 	}
 	if err := win.CheckDims(op, "Input", xs); err != nil {
-		return nil, err
+		return nil, nil, g, false, err
 	}
-	out, err := forward.Conv2DOutput(kc, op, f.Dtype(), xs)
-	if err != nil {
-		return nil, err
+	if geomFirst {
+		if g, err = win.BackpropGeometry(op, xs, f.Shape(), dy.Shape()); err != nil {
+			return nil, nil, g, false, err
+		}
 	}
-	od := tensorx.MustSlice[T](out)
+	if out, err = forward.Conv2DOutput(kc, op, f.Dtype(), xs); err != nil {
+		return nil, nil, g, false, err
+	}
+	od = tensorx.MustSlice[T](out)
 	if len(od) == 0 {
-		return kc.Results(out), nil
+		return out, od, g, true, nil
 	}
 	if tensorx.Len(dy) == 0 {
 		clear(od)
-		return kc.Results(out), nil
+		return out, od, g, true, nil
 	}
-	g, err := win.BackpropGeometry(op, xs, f.Shape(), dy.Shape())
-	if err != nil {
-		return nil, err
+	if !geomFirst {
+		if g, err = win.BackpropGeometry(op, xs, f.Shape(), dy.Shape()); err != nil {
+			return nil, nil, g, false, err
+		}
 	}
-	if err := conv2DBackpropInput(kc, &g, tensorx.MustSlice[T](f), tensorx.MustSlice[T](dy), od); err != nil {
-		return nil, err
-	}
-	return kc.Results(out), nil
+	return out, od, g, false, nil
 }
 
 func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
@@ -143,13 +165,13 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 	}
 	x, sizes, dy := in[0], in[1], in[2]
 	if dy.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
 	}
 	if len(x.Shape()) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, x.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: input must be 4-dimensional, got shape %v", op, x.Shape())
 	}
 	if len(dy.Shape()) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
 	}
 	var fbuf [4]int
 	fs, err := forward.Conv2DShapeArg(fbuf[:0], op, "filter_sizes", sizes)
@@ -162,7 +184,7 @@ func conv2DBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs a
 		}
 	}
 	if len(fs) != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), slices.Clone(fs))
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "filter_sizes", "%s: filter must be 4-dimensional, but filter_sizes has %d values (%v)", op, len(fs), slices.Clone(fs))
 	}
 	for _, v := range fs {
 		if err := forward.Conv2DCheckFits(op, "filter", v); err != nil {

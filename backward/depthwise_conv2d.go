@@ -75,7 +75,7 @@ func dwBackpropInputKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, i
 	}
 	sizes, f, dy := in[0], in[1], in[2]
 	if dy.Dtype() != f.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like filter", op, dy.Dtype(), f.Dtype())
 	}
 	var buf [4]int
 	xs, err := dwSizesArg(op, "input_sizes", sizes, buf[:])
@@ -114,7 +114,7 @@ func dwBackpropFilterKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, 
 	}
 	x, sizes, dy := in[0], in[1], in[2]
 	if dy.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, "out_backprop", "%s: out_backprop has dtype %v, expected %v like input", op, dy.Dtype(), x.Dtype())
 	}
 	var buf [4]int
 	fs, err := dwSizesArg(op, "filter_sizes", sizes, buf[:])
@@ -156,7 +156,7 @@ func dwSizesArg(op, name string, t *tensor.Dense, buf []int) ([]int, error) {
 	}
 	v, err := tensorx.AppendInts(buf[:0], t)
 	if err != nil {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, name, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
 	}
 	for i, d := range v {
 		if d < 0 {

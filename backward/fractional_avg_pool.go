@@ -63,7 +63,7 @@ func fpAvgSeqKernel[T fracpool.Num](kc *registry.KernelCtx, attrs any, in []*ten
 	a := attrs.(forward.FractionalPoolSeqAttrs)
 	x := in[0]
 	if x.Dims() != 4 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: value must be 4-dimensional, got shape %v", op, x.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, "value", "%s: value must be 4-dimensional, got shape %v", op, x.Shape())
 	}
 	n, h, w, c := fpDims4(x)
 	oh, ow := a.OutputRows, a.OutputCols
@@ -119,13 +119,13 @@ func fpAvgGradCheck(in []*tensor.Dense, overlapping bool) (shape [4]int, rows, c
 	const op = fpAvgGradName
 	st, dy := in[0], in[1]
 	if st.Dtype() != tensor.Int64 {
-		return shape, nil, nil, registry.Errorf(registry.ErrDtype, "%s: orig_input_tensor_shape must be int64, got %v", op, st.Dtype())
+		return shape, nil, nil, registry.NamedInputErrorf(registry.ErrDtype, op, "orig_input_tensor_shape", "%s: orig_input_tensor_shape must be int64, got %v", op, st.Dtype())
 	}
 	if st.Dims() != 1 || st.Shape().TotalSize() != 4 {
-		return shape, nil, nil, registry.Errorf(registry.ErrShape, "%s: original input tensor shape must be1-dimensional and 4 elements, got shape %v", op, st.Shape())
+		return shape, nil, nil, registry.NamedInputErrorf(registry.ErrShape, op, "orig_input_tensor_shape", "%s: original input tensor shape must be1-dimensional and 4 elements, got shape %v", op, st.Shape())
 	}
 	if dy.Dims() != 4 {
-		return shape, nil, nil, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
+		return shape, nil, nil, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: out_backprop must be 4-dimensional, got shape %v", op, dy.Shape())
 	}
 	for _, d := range dy.Shape() {
 		if d <= 0 {

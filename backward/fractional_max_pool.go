@@ -63,13 +63,13 @@ func init() {
 func fpMaxGradCheck(op string, in []*tensor.Dense, overlapping bool) (rows, cols []int64, err error) {
 	x, y, g := in[0], in[1], in[2]
 	if x.Dims() != 4 {
-		return nil, nil, registry.Errorf(registry.ErrShape, "%s: orig_input should be a tensor of rank 4, got shape %v", op, x.Shape())
+		return nil, nil, registry.NamedInputErrorf(registry.ErrShape, op, "orig_input", "%s: orig_input should be a tensor of rank 4, got shape %v", op, x.Shape())
 	}
 	if x.Shape().TotalSize() == 0 {
 		return nil, nil, registry.Errorf(registry.ErrInvalidArgument, "%s: orig_input must not be empty, got shape %v", op, x.Shape())
 	}
 	if y.Dims() != 4 {
-		return nil, nil, registry.Errorf(registry.ErrShape, "%s: orig_output should be a tensor of rank 4, got shape %v", op, y.Shape())
+		return nil, nil, registry.NamedInputErrorf(registry.ErrShape, op, "orig_output", "%s: orig_output should be a tensor of rank 4, got shape %v", op, y.Shape())
 	}
 	if y.Shape().TotalSize() == 0 {
 		return nil, nil, registry.Errorf(registry.ErrInvalidArgument, "%s: orig_output must not be empty, got shape %v", op, y.Shape())
@@ -86,7 +86,7 @@ func fpMaxGradCheck(op string, in []*tensor.Dense, overlapping bool) (rows, cols
 		gname, want = "grad", xs
 	}
 	if !tensorx.SameShape(g.Shape(), want) {
-		return nil, nil, registry.Errorf(registry.ErrShape, "%s: %s must have shape %v, got %v", op, gname, want, g.Shape())
+		return nil, nil, registry.NamedInputErrorf(registry.ErrShape, op, gname, "%s: %s must have shape %v, got %v", op, gname, want, g.Shape())
 	}
 	_, oh, ow, _ := fpDims4(y)
 	ctx := func() string { return fmt.Sprintf("Given orig_output shape %v", ys) }

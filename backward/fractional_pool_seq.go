@@ -73,10 +73,10 @@ func fpFmtSeq(seq []int64) string {
 // must be an int64 vector.
 func fpSeqVector(op, name string, d *tensor.Dense) ([]int64, error) {
 	if d.Dtype() != tensor.Int64 {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: %s must be int64, got %v", op, name, d.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, name, "%s: %s must be int64, got %v", op, name, d.Dtype())
 	}
 	if d.Dims() != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: %s must be a vector, got shape %v", op, name, d.Shape())
+		return nil, registry.NamedInputErrorf(registry.ErrShape, op, name, "%s: %s must be a vector, got shape %v", op, name, d.Shape())
 	}
 	return tensorx.MustSlice[int64](d), nil
 }

@@ -113,10 +113,10 @@ func ewGradKernel[T tensorx.Float](op string, loop func(out, a, b []T)) registry
 	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 		a, b := in[0], in[1]
 		if b.Dtype() != a.Dtype() {
-			return nil, registry.Errorf(registry.ErrDtype, "%s: input 1 has dtype %v, expected %v like input 0", op, b.Dtype(), a.Dtype())
+			return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: input 1 has dtype %v, expected %v like input 0", op, b.Dtype(), a.Dtype())
 		}
 		if !tensorx.SameShape(a.Shape(), b.Shape()) {
-			return nil, registry.Errorf(registry.ErrShape, "%s: inputs must be the same size, got shapes %s and %s", op, shapeDebugString(a.Shape()), shapeDebugString(b.Shape()))
+			return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: inputs must be the same size, got shapes %s and %s", op, shapeDebugString(a.Shape()), shapeDebugString(b.Shape()))
 		}
 		out, err := like(kc, a)
 		if err != nil {

@@ -95,7 +95,7 @@ func addN[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([
 	}
 	for i, t := range in[1:] {
 		if !tensorx.SameShape(t.Shape(), in[0].Shape()) {
-			return nil, registry.Errorf(registry.ErrShape, "AddN: input %d has shape %v, expected %v like input 0 (AddN does not broadcast)", i+1, t.Shape(), in[0].Shape())
+			return nil, registry.InputErrorf(registry.ErrShape, i+1, "AddN: input %d has shape %v, expected %v like input 0 (AddN does not broadcast)", i+1, t.Shape(), in[0].Shape())
 		}
 	}
 	out, err := like(kc, in[0])

@@ -74,7 +74,7 @@ func shapeDebugString(s []int) string {
 // bcastShapeError is TensorFlow's error for operands that do not
 // broadcast: "AddV2: Incompatible shapes: [2,3] vs. [4]".
 func bcastShapeError(op string, a, b []int) error {
-	return registry.Errorf(registry.ErrShape, "%s: Incompatible shapes: %s vs. %s", op, shapeDebugString(a), shapeDebugString(b))
+	return registry.InputErrorf(registry.ErrShape, 1, "%s: Incompatible shapes: %s vs. %s", op, shapeDebugString(a), shapeDebugString(b))
 }
 
 // bcastKind selects the loop bcastRun uses.

@@ -16,7 +16,8 @@ import (
 // kernels accept): both data formats, dilations and grouped convolution
 // (input depth a multiple of the filter's in_channels), and
 // SAME/VALID/EXPLICIT padding. TensorFlow's CPU-only refusals (NCHW,
-// dilated or grouped backprops) are not reproduced.
+// dilated or grouped backprops) are not reproduced. int32 (conv2d_int32.go)
+// has what TensorFlow's int32 kernels accept: NHWC only.
 //
 // The loops are internal/conv's (an implicit GEMM over internal/gemm:
 // im2col rows read in place from the input, or the input itself for 1x1
@@ -60,7 +61,11 @@ func init() {
 		Inputs:  args("input", "filter"),
 		Outputs: args("output"),
 		Attrs:   Conv2DAttrs{},
-		Kernels: floatKernels(conv2DKernel[float32], conv2DKernel[float64]),
+		Kernels: map[tensor.Dtype]registry.Kernel{
+			tensor.Float32: conv2DKernel[float32],
+			tensor.Float64: conv2DKernel[float64],
+			tensor.Int32:   conv2DInt32Kernel, // conv2d_int32.go
+		},
 		Samples: conv2DSamples,
 	})
 }
@@ -73,7 +78,7 @@ func conv2DKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	}
 	x, f := in[0], in[1]
 	if f.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
 	}
 	g, err := conv2DForwardGeom(op, win, x.Shape(), f.Shape())
 	if err != nil {

@@ -76,10 +76,10 @@ func conv2DForwardGeom(op string, w Conv2DWindow, xs, fs []int) (Conv2DGeometry,
 	g := Conv2DGeometry{layout: win.layout}
 	g.SH, g.SW, g.DH, g.DW = win.sh, win.sw, win.dh, win.dw
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: convolution input must be 4-dimensional: %v", op, xs)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: convolution input must be 4-dimensional: %v", op, xs)
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: convolution filter must be 4-dimensional: %v", op, fs)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: convolution filter must be 4-dimensional: %v", op, fs)
 	}
 	l := win.layout
 	for i := 0; i < 4; i++ {
@@ -96,7 +96,7 @@ func conv2DForwardGeom(op string, w Conv2DWindow, xs, fs []int) (Conv2DGeometry,
 		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: filter depth must be stricly positive, got %d", op, g.CF)
 	}
 	if g.C%g.CF != 0 {
-		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.C, g.CF)
+		return g, registry.NamedInputErrorf(registry.ErrInvalidArgument, op, "filter", "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.C, g.CF)
 	}
 	if err := conv2DGroups(op, &g); err != nil {
 		return g, err
@@ -136,13 +136,13 @@ func (w Conv2DWindow) BackpropGeometry(op string, xs, fs, dys []int) (Conv2DGeom
 	g := Conv2DGeometry{layout: win.layout}
 	g.SH, g.SW, g.DH, g.DW = win.sh, win.sw, win.dh, win.dw
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
 	}
 	if len(dys) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
 	}
 	l := win.layout
 	for i := range 4 {
@@ -163,16 +163,16 @@ func (w Conv2DWindow) BackpropGeometry(op string, xs, fs, dys []int) (Conv2DGeom
 	g.N, g.H, g.W, g.C = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
 	g.KH, g.KW, g.CF, g.O = fs[0], fs[1], fs[2], fs[3]
 	if g.N != dys[l.n] {
-		return g, registry.Errorf(registry.ErrShape, "%s: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d", op, g.N, dys[l.n])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: input and out_backprop must have the same batch size. Input batch: %d, outbackprop batch: %d", op, g.N, dys[l.n])
 	}
 	if g.CF <= 0 {
 		return g, registry.Errorf(registry.ErrInvalidArgument, "%s: filter depth must be strictly greated than zero, got %d", op, g.CF)
 	}
 	if g.C%g.CF != 0 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.C, g.CF)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: input depth must be evenly divisible by filter depth: %d vs %d", op, g.C, g.CF)
 	}
 	if g.O != dys[l.c] {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter and out_backprop must have the same out_depth: %d vs %d", op, g.O, dys[l.c])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: filter and out_backprop must have the same out_depth: %d vs %d", op, g.O, dys[l.c])
 	}
 	if err := conv2DGroups(op, &g); err != nil {
 		return g, err
@@ -186,7 +186,7 @@ func (w Conv2DWindow) BackpropGeometry(op string, xs, fs, dys []int) (Conv2DGeom
 		s, dil           int
 	}{{l.h, dys[l.h], g.OH, g.H, g.KH, g.SH, g.DH}, {l.w, dys[l.w], g.OW, g.W, g.KW, g.SW, g.DW}} {
 		if d.got != d.want {
-			return g, registry.Errorf(registry.ErrShape, "%s: Size of out_backprop doesn't match computed: actual = %d, computed = %d spatial_dim: %d input: %d filter: %d output: %d stride: %d dilation: %d",
+			return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: Size of out_backprop doesn't match computed: actual = %d, computed = %d spatial_dim: %d input: %d filter: %d output: %d stride: %d dilation: %d",
 				op, d.got, d.want, d.axis, d.in, d.k, d.got, d.s, d.dil)
 		}
 	}

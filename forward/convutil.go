@@ -192,7 +192,7 @@ func convAppendShapeArg(dst []int, op, name string, t *tensor.Dense) ([]int, err
 	}
 	v, err := tensorx.AppendInts(dst, t)
 	if err != nil {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
+		return nil, registry.NamedInputErrorf(registry.ErrDtype, op, name, "%s: %s must be an int32 or int64 vector, got dtype %v", op, name, t.Dtype())
 	}
 	return v, nil
 }

@@ -77,7 +77,7 @@ func dwForwardKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*t
 	}
 	x, f := in[0], in[1]
 	if f.Dtype() != x.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: filter has dtype %v, expected %v like input", op, f.Dtype(), x.Dtype())
 	}
 	g, err := dwForwardGeom(op, win, x.Shape(), f.Shape())
 	if err != nil {

@@ -96,16 +96,16 @@ func dwNewGeom(win convWindow) dwconv.Geom {
 func dwForwardGeom(op string, win convWindow, xs, fs []int) (dwconv.Geom, error) {
 	g := dwNewGeom(win)
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, xs)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: input must be 4-dimensional, got shape %v", op, xs)
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional: %v", op, fs)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: filter must be 4-dimensional: %v", op, fs)
 	}
 	l := win.layout
 	g.N, g.H, g.W, g.C = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
 	g.KH, g.KW, g.M = fs[0], fs[1], fs[3]
 	if g.C != fs[2] {
-		return g, registry.Errorf(registry.ErrShape, "%s: input and filter must have the same depth: %d vs %d", op, g.C, fs[2])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: input and filter must have the same depth: %d vs %d", op, g.C, fs[2])
 	}
 	if err := dwCheckFits(op, l, "Input", xs); err != nil {
 		return g, err
@@ -122,17 +122,17 @@ func dwForwardGeom(op string, win convWindow, xs, fs []int) (dwconv.Geom, error)
 func dwBackpropGeom(op string, win convWindow, xs, fs, dys []int) (dwconv.Geom, error) {
 	g := dwNewGeom(win)
 	if len(xs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "input", "%s: input must be 4-dimensional, got shape %v", op, slices.Clone(xs))
 	}
 	if len(fs) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: filter must be 4-dimensional, got shape %v", op, slices.Clone(fs))
 	}
 	if len(dys) != 4 {
-		return g, registry.Errorf(registry.ErrShape, "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: out_backprop must be 4-dimensional, got shape %v", op, dys)
 	}
 	l := win.layout
 	if xs[l.n] != dys[l.n] {
-		return g, registry.Errorf(registry.ErrShape, "%s: input and out_backprop must have the same batch size: %d vs %d", op, xs[l.n], dys[l.n])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: input and out_backprop must have the same batch size: %d vs %d", op, xs[l.n], dys[l.n])
 	}
 	if err := dwCheckFits(op, l, "Input", xs); err != nil {
 		return g, err
@@ -146,19 +146,19 @@ func dwBackpropGeom(op string, win convWindow, xs, fs, dys []int) (dwconv.Geom, 
 	g.N, g.H, g.W, g.C = xs[l.n], xs[l.h], xs[l.w], xs[l.c]
 	g.KH, g.KW, g.M = fs[0], fs[1], fs[3]
 	if g.C != fs[2] {
-		return g, registry.Errorf(registry.ErrShape, "%s: input and filter must have the same in_depth: %d vs %d", op, g.C, fs[2])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "filter", "%s: input and filter must have the same in_depth: %d vs %d", op, g.C, fs[2])
 	}
 	if g.M*g.C != dys[l.c] {
-		return g, registry.Errorf(registry.ErrShape, "%s: depth_multiplier * in_depth not equal to out_depth: %d * %d != %d", op, g.M, g.C, dys[l.c])
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: depth_multiplier * in_depth not equal to out_depth: %d * %d != %d", op, g.M, g.C, dys[l.c])
 	}
 	if err := dwSpatial(op, win, &g); err != nil {
 		return g, err
 	}
 	if dys[l.h] != g.OH {
-		return g, registry.Errorf(registry.ErrShape, "%s: Number of rows of out_backprop doesn't match computed: actual = %d, computed = %d", op, dys[l.h], g.OH)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: Number of rows of out_backprop doesn't match computed: actual = %d, computed = %d", op, dys[l.h], g.OH)
 	}
 	if dys[l.w] != g.OW {
-		return g, registry.Errorf(registry.ErrShape, "%s: Number of cols of out_backprop doesn't match computed: actual = %d, computed = %d", op, dys[l.w], g.OW)
+		return g, registry.NamedInputErrorf(registry.ErrShape, op, "out_backprop", "%s: Number of cols of out_backprop doesn't match computed: actual = %d, computed = %d", op, dys[l.w], g.OW)
 	}
 	return g, nil
 }

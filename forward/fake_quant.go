@@ -122,7 +122,7 @@ func fqBits(op string, numBits int, narrow bool) (qmin, qmax int, err error) {
 func FakeQuantDtypes(op string, names []string, in []*tensor.Dense) error {
 	for i, t := range in[1:] {
 		if t.Dtype() != in[0].Dtype() {
-			return registry.Errorf(registry.ErrDtype, "%s: %s has dtype %v, expected %v like %s", op, names[i+1], t.Dtype(), in[0].Dtype(), names[0])
+			return registry.InputErrorf(registry.ErrDtype, i+1, "%s: %s has dtype %v, expected %v like %s", op, names[i+1], t.Dtype(), in[0].Dtype(), names[0])
 		}
 	}
 	return nil
@@ -133,7 +133,7 @@ func FakeQuantDtypes(op string, names []string, in []*tensor.Dense) error {
 func fqScalars(op string, names []string, ts ...*tensor.Dense) error {
 	for i, t := range ts {
 		if r := len(t.Shape()); r != 0 {
-			return registry.Errorf(registry.ErrShape, "%s: `%s` must be rank 0 but is rank %d", op, names[i], r)
+			return registry.NamedInputErrorf(registry.ErrShape, op, names[i], "%s: `%s` must be rank 0 but is rank %d", op, names[i], r)
 		}
 	}
 	return nil
@@ -145,19 +145,19 @@ func fqScalars(op string, names []string, ts ...*tensor.Dense) error {
 func fqChannels(op string, x *tensor.Dense, maxRank int, names []string, ts ...*tensor.Dense) (int, error) {
 	s := x.Shape()
 	if len(s) < 1 {
-		return 0, registry.Errorf(registry.ErrShape, "%s: input must be at least rank 1, got shape %s", op, tensorx.FormatShape(s))
+		return 0, registry.NamedInputErrorf(registry.ErrShape, op, "inputs", "%s: input must be at least rank 1, got shape %s", op, tensorx.FormatShape(s))
 	}
 	if maxRank > 0 && len(s) > maxRank {
-		return 0, registry.Errorf(registry.ErrShape, "%s: inputs must be at most rank %d, got shape %s", op, maxRank, tensorx.FormatShape(s))
+		return 0, registry.NamedInputErrorf(registry.ErrShape, op, "inputs", "%s: inputs must be at most rank %d, got shape %s", op, maxRank, tensorx.FormatShape(s))
 	}
 	d := s[len(s)-1]
 	for i, t := range ts {
 		ts := t.Shape()
 		if len(ts) != 1 {
-			return 0, registry.Errorf(registry.ErrShape, "%s: `%s` must be rank 1 but is rank %d", op, names[i], len(ts))
+			return 0, registry.NamedInputErrorf(registry.ErrShape, op, names[i], "%s: `%s` must be rank 1 but is rank %d", op, names[i], len(ts))
 		}
 		if ts[0] != d {
-			return 0, registry.Errorf(registry.ErrShape, "%s: %s has incorrect size, expected %d was %d", op, names[i], d, ts[0])
+			return 0, registry.NamedInputErrorf(registry.ErrShape, op, names[i], "%s: %s has incorrect size, expected %d was %d", op, names[i], d, ts[0])
 		}
 	}
 	return d, nil

@@ -169,7 +169,7 @@ func fpCheckForward(op, kind string, a FractionalPoolAttrs, x *tensor.Dense) (oh
 		return 0, 0, registry.Errorf(registry.ErrInvalidArgument, "%s: Both seed and seed2 should be 0 if deterministic is false.", op)
 	}
 	if x.Dims() != 4 {
-		return 0, 0, registry.Errorf(registry.ErrShape, "%s: tensor_in must be 4-dimensional, got shape %v", op, x.Shape())
+		return 0, 0, registry.NamedInputErrorf(registry.ErrShape, op, "value", "%s: tensor_in must be 4-dimensional, got shape %v", op, x.Shape())
 	}
 	for i, n := range x.Shape() {
 		if !(float32(n) >= r[i]) {

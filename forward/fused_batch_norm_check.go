@@ -63,7 +63,7 @@ func bnCheckFormat(op, format string) error {
 func FusedBatchNormLayout(op, name string, shape []int, format string) (bnkern.Layout, error) {
 	rank, first := bnFormatRank(format)
 	if len(shape) != rank {
-		return bnkern.Layout{}, registry.Errorf(registry.ErrShape, "%s: %s must be %d-dimensional for data_format %s, got shape %s",
+		return bnkern.Layout{}, registry.NamedInputErrorf(registry.ErrShape, op, name, "%s: %s must be %d-dimensional for data_format %s, got shape %s",
 			op, name, rank, format, FusedBatchNormShape(shape))
 	}
 	if first {
@@ -100,7 +100,7 @@ func bnCheckDtypes(op string, xi int, names []string, in []*tensor.Dense) error 
 	dt := in[xi].Dtype()
 	for i, t := range in {
 		if t.Dtype() != dt {
-			return registry.Errorf(registry.ErrDtype, "%s: input %d (%s) has dtype %v, expected %v like %s",
+			return registry.InputErrorf(registry.ErrDtype, i, "%s: input %d (%s) has dtype %v, expected %v like %s",
 				op, i, names[i], t.Dtype(), dt, names[xi])
 		}
 	}

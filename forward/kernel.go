@@ -31,7 +31,7 @@ func like(kc *registry.KernelCtx, x *tensor.Dense) (*tensor.Dense, error) {
 func sameDtype(op string, dt tensor.Dtype, in []*tensor.Dense) error {
 	for i, t := range in {
 		if t.Dtype() != dt {
-			return registry.Errorf(registry.ErrDtype, "%s: input %d has dtype %v, expected %v like input 0", op, i, t.Dtype(), dt)
+			return registry.InputErrorf(registry.ErrDtype, i, "%s: input %d has dtype %v, expected %v like input 0", op, i, t.Dtype(), dt)
 		}
 	}
 	return nil

@@ -98,7 +98,7 @@ func binaryKernel[T tensorx.Float](op string, rows binRows[T]) registry.Kernel {
 	return func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 		x, y := in[0], in[1]
 		if y.Dtype() != x.Dtype() {
-			return nil, registry.Errorf(registry.ErrDtype, "%s: input 1 (y) has dtype %v, expected %v like input 0 (x)", op, y.Dtype(), x.Dtype())
+			return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: input 1 (y) has dtype %v, expected %v like input 0 (x)", op, y.Dtype(), x.Dtype())
 		}
 		p, ok, err := newBcastPlan(x.Shape(), y.Shape())
 		if !ok {
@@ -387,7 +387,7 @@ func broadcastToKernel[T tensorx.Elem](rows binRows[T]) registry.Kernel {
 			return kc.Results(out), nil
 		}
 		if len(xs) > len(target) {
-			return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Rank of input (%d) must be no greater than rank of output shape (%d)", len(xs), len(target))
+			return nil, registry.InputErrorf(registry.ErrShape, 0, "BroadcastTo: Rank of input (%d) must be no greater than rank of output shape (%d)", len(xs), len(target))
 		}
 		p, ok, err := newBcastPlan(xs, target)
 		if !ok {
@@ -397,7 +397,7 @@ func broadcastToKernel[T tensorx.Elem](rows binRows[T]) registry.Kernel {
 			return nil, fmt.Errorf("BroadcastTo: %w", err)
 		}
 		if !tensorx.SameShape(p.out(), target) {
-			return nil, registry.Errorf(registry.ErrShape, "BroadcastTo: Unable to broadcast tensor of shape %s to tensor of shape %s", shapeDebugString(xs), shapeDebugString(target))
+			return nil, registry.InputErrorf(registry.ErrShape, 0, "BroadcastTo: Unable to broadcast tensor of shape %s to tensor of shape %s", shapeDebugString(xs), shapeDebugString(target))
 		}
 		out, err := kc.Output(x.Dtype(), target...)
 		if err != nil {
@@ -428,10 +428,10 @@ func copyRows[T tensorx.Elem]() binRows[T] {
 // to dst, and checks that its dimensions are non-negative.
 func shapeInput(dst []int, op string, st *tensor.Dense) ([]int, error) {
 	if st.Dtype() != tensor.Int32 && st.Dtype() != tensor.Int64 {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: shape must be an int32 or int64 tensor, got %v", op, st.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: shape must be an int32 or int64 tensor, got %v", op, st.Dtype())
 	}
 	if len(st.Shape()) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: shape must be a vector of {int32,int64}, got shape %s", op, shapeDebugString(st.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: shape must be a vector of {int32,int64}, got shape %s", op, shapeDebugString(st.Shape()))
 	}
 	dims, err := tensorx.AppendInts(dst, st)
 	if err != nil {

@@ -69,10 +69,10 @@ func matMulKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 	}
 	as, bs := a.Shape(), b.Shape()
 	if len(as) != 2 {
-		return nil, registry.Errorf(registry.ErrShape, "MatMul: In[0] is not a matrix. Instead it has shape %s", shpDebug(as))
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "MatMul: In[0] is not a matrix. Instead it has shape %s", shpDebug(as))
 	}
 	if len(bs) != 2 {
-		return nil, registry.Errorf(registry.ErrShape, "MatMul: In[1] is not a matrix. Instead it has shape %s", shpDebug(bs))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "MatMul: In[1] is not a matrix. Instead it has shape %s", shpDebug(bs))
 	}
 	m, k := as[0], as[1]
 	if at.TransposeA {
@@ -83,7 +83,7 @@ func matMulKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*tens
 		k2, n = n, k2
 	}
 	if k != k2 {
-		return nil, registry.Errorf(registry.ErrShape, "MatMul: Matrix size-incompatible: In[0]: %s, In[1]: %s", shpDebug(as), shpDebug(bs))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "MatMul: Matrix size-incompatible: In[0]: %s, In[1]: %s", shpDebug(as), shpDebug(bs))
 	}
 	out, err := kc.Output(a.Dtype(), m, n)
 	if err != nil {
@@ -124,11 +124,11 @@ func matmulInto[T tensorx.Float](threads int, transA, transB bool, m, n, k int, 
 func (a BiasAddAttrs) ChannelDim(op string, shape []int) (int, error) {
 	format := a.DataFormat
 	if len(shape) < 2 {
-		return 0, registry.Errorf(registry.ErrShape, "%s: Input tensor must be at least 2D: %s", op, shpDebug(shape))
+		return 0, registry.InputErrorf(registry.ErrShape, 0, "%s: Input tensor must be at least 2D: %s", op, shpDebug(shape))
 	}
 	if format == "NCHW" {
 		if len(shape) < 3 {
-			return 0, registry.Errorf(registry.ErrShape, "%s: Shape must be at least rank 3 but is rank %d for data_format NCHW: %s", op, len(shape), shpDebug(shape))
+			return 0, registry.InputErrorf(registry.ErrShape, 0, "%s: Shape must be at least rank 3 but is rank %d for data_format NCHW: %s", op, len(shape), shpDebug(shape))
 		}
 		return 1, nil
 	}
@@ -147,11 +147,11 @@ func biasAddKernel[T tensorx.Float](kc *registry.KernelCtx, attrs any, in []*ten
 		return nil, err
 	}
 	if len(bt.Shape()) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "BiasAdd: Biases must be 1D: %s", shpDebug(bt.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "BiasAdd: Biases must be 1D: %s", shpDebug(bt.Shape()))
 	}
 	C := xs[cd]
 	if bt.Shape()[0] != C {
-		return nil, registry.Errorf(registry.ErrShape, "BiasAdd: Must provide as many biases as the last dimension of the input tensor: %s vs. %s",
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "BiasAdd: Must provide as many biases as the last dimension of the input tensor: %s vs. %s",
 			shpDebug(bt.Shape()), shpDebug(xs))
 	}
 	out, err := like(kc, x)

@@ -71,7 +71,7 @@ func init() {
 func redAxes(op string, rank int, at *tensor.Dense) ([tensorx.MaxRank]bool, error) {
 	var bitmap [tensorx.MaxRank]bool
 	if r := len(at.Shape()); r > 1 {
-		return bitmap, registry.Errorf(registry.ErrShape, "%s: reduction_indices must be a scalar or a vector: Shape must be at most rank 1 but is rank %d", op, r)
+		return bitmap, registry.InputErrorf(registry.ErrShape, 1, "%s: reduction_indices must be a scalar or a vector: Shape must be at most rank 1 but is rank %d", op, r)
 	}
 	var buf [tensorx.MaxRank]int
 	axes, err := shpIndexInput(buf[:0], op, 1, at)
@@ -145,10 +145,10 @@ func reducedShapeKernel[T int32 | int64](kc *registry.KernelCtx, _ any, in []*te
 	const op = "tapegrad.ReducedShape"
 	st, at := in[0], in[1]
 	if len(st.Shape()) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: input_shape must be a vector, got shape %s", op, shpDebug(st.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "%s: input_shape must be a vector, got shape %s", op, shpDebug(st.Shape()))
 	}
 	if len(at.Shape()) > 1 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: axes must be a scalar or a vector, got shape %s", op, shpDebug(at.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: axes must be a scalar or a vector, got shape %s", op, shpDebug(at.Shape()))
 	}
 	var buf [tensorx.MaxRank]int
 	axes, err := shpIndexInput(buf[:0], op, 1, at)

@@ -93,10 +93,24 @@ func shpTFDtype(dt tensor.Dtype) string {
 	return dt.String()
 }
 
-// shpDtypeError is TensorFlow's error for an input of the wrong dtype.
+// shpDtypeError is TensorFlow's error for an input of the wrong dtype,
+// followed by the dtypes as Go names them (TensorFlow says "float" and
+// "double" for float32 and float64).
 func shpDtypeError(op string, input int, want string, got tensor.Dtype) error {
-	return registry.Errorf(registry.ErrDtype, "%s: cannot compute %s as input #%d(zero-based) was expected to be a %s tensor but is a %s tensor",
-		op, op, input, want, shpTFDtype(got))
+	return registry.InputErrorf(registry.ErrDtype, input, "%s: cannot compute %s as input #%d(zero-based) was expected to be a %s tensor but is a %s tensor (Go dtypes: got %v, want %s)",
+		op, op, input, want, shpTFDtype(got), got, shpGoDtype(want))
+}
+
+// shpGoDtype turns TensorFlow's dtype names in want ("float", "double")
+// into Go's.
+func shpGoDtype(want string) string {
+	switch want {
+	case "float":
+		return "float32"
+	case "double":
+		return "float64"
+	}
+	return want
 }
 
 // shpIndexInput reads an int32 or int64 input (shape, perm, axes) as []int,
@@ -179,7 +193,7 @@ func reshapeOutShape(dst, in, sizes []int) ([]int, error) {
 		m *= d
 	}
 	if m != n {
-		return nil, registry.Errorf(registry.ErrInvalidArgument,
+		return nil, registry.InputErrorf(registry.ErrInvalidArgument, 1,
 			"Reshape: Input to reshape is a tensor with %d values, but the requested shape has %d", n, m)
 	}
 	return out, nil
@@ -188,7 +202,7 @@ func reshapeOutShape(dst, in, sizes []int) ([]int, error) {
 func reshapeKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	x, st := in[0], in[1]
 	if r := len(st.Shape()); r > 1 {
-		return nil, registry.Errorf(registry.ErrShape, "Reshape: sizes input must be 1-D, not %s", shpDebug(st.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "Reshape: sizes input must be 1-D, not %s", shpDebug(st.Shape()))
 	}
 	var sbuf, obuf [tensorx.MaxRank]int
 	sizes, err := shpIndexInput(sbuf[:0], "Reshape", 1, st)
@@ -214,7 +228,7 @@ func reshapeKernel(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor
 // TensorFlow's messages. perm is appended to dst.
 func transposePerm(dst []int, rank int, pt *tensor.Dense) ([]int, error) {
 	if len(pt.Shape()) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "Transpose: perm must be rank 1, got shape %s", shpDebug(pt.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "Transpose: perm must be rank 1, got shape %s", shpDebug(pt.Shape()))
 	}
 	perm, err := shpIndexInput(dst, "Transpose", 1, pt)
 	if err != nil {
@@ -470,10 +484,10 @@ func fillKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dens
 	// TensorFlow still accepts a scalar dims (legacy) and a one-element
 	// vector value.
 	if len(dt.Shape()) > 1 {
-		return nil, registry.Errorf(registry.ErrShape, "Fill: dims must represent a vector, got shape %s", shpDebug(dt.Shape()))
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "Fill: dims must represent a vector, got shape %s", shpDebug(dt.Shape()))
 	}
 	if vs := vt.Shape(); !(len(vs) == 0 || (len(vs) == 1 && vs[0] == 1)) {
-		return nil, registry.Errorf(registry.ErrShape, "Fill: value must represent a scalar, got shape %s", shpDebug(vs))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "Fill: value must represent a scalar, got shape %s", shpDebug(vs))
 	}
 	var dbuf [tensorx.MaxRank]int
 	dims, err := shpIndexInput(dbuf[:0], "Fill", 0, dt)
@@ -508,7 +522,7 @@ func fillKernel[T tensorx.Elem](kc *registry.KernelCtx, _ any, in []*tensor.Dens
 func invertPermutationKernel[T int32 | int64](kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
 	x := in[0]
 	if len(x.Shape()) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "InvertPermutation: invert_permutation expects a 1D vector.")
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "InvertPermutation: invert_permutation expects a 1D vector.")
 	}
 	src := data[T](x)
 	n := len(src)

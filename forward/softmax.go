@@ -121,7 +121,7 @@ func softmaxKernel[T tensorx.Float](log bool) registry.Kernel {
 		x := in[0]
 		shape := x.Shape()
 		if len(shape) < 1 {
-			return nil, registry.Errorf(registry.ErrShape, "%s: logits must have >= 1 dimension, got %s", name, smShapeString(shape))
+			return nil, registry.InputErrorf(registry.ErrShape, 0, "%s: logits must have >= 1 dimension, got %s", name, smShapeString(shape))
 		}
 		out, err := like(kc, x)
 		if err != nil {
@@ -183,7 +183,7 @@ func xentKernel[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.Den
 	const op = "SoftmaxCrossEntropyWithLogits"
 	feat, lab := in[0], in[1]
 	if lab.Dtype() != feat.Dtype() {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: labels has dtype %v, expected %v like features", op, lab.Dtype(), feat.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: labels has dtype %v, expected %v like features", op, lab.Dtype(), feat.Dtype())
 	}
 	fs, ls := feat.Shape(), lab.Shape()
 	shape := []int(fs)
@@ -191,12 +191,12 @@ func xentKernel[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tensor.Den
 		var ok bool
 		shape, ok = smBroadcastShape(fs, ls)
 		if !ok {
-			return nil, registry.Errorf(registry.ErrShape, "%s: logits and labels must be broadcastable: logits_size=%s labels_size=%s",
+			return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: logits and labels must be broadcastable: logits_size=%s labels_size=%s",
 				op, smShapeString(fs), smShapeString(ls))
 		}
 	}
 	if len(shape) != 2 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional, got logits_size=%s labels_size=%s",
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional, got logits_size=%s labels_size=%s",
 			op, smShapeString(fs), smShapeString(ls))
 	}
 	batch, classes := shape[0], shape[1]
@@ -299,21 +299,21 @@ func sparseXentKernel[T tensorx.Float](kc *registry.KernelCtx, _ any, in []*tens
 	const op = "SparseSoftmaxCrossEntropyWithLogits"
 	feat, lab := in[0], in[1]
 	if lab.Dtype() != tensor.Int32 && lab.Dtype() != tensor.Int64 {
-		return nil, registry.Errorf(registry.ErrDtype, "%s: labels must be int32 or int64, got %v", op, lab.Dtype())
+		return nil, registry.InputErrorf(registry.ErrDtype, 1, "%s: labels must be int32 or int64, got %v", op, lab.Dtype())
 	}
 	fs, ls := feat.Shape(), lab.Shape()
 	if len(fs) != 2 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: logits must be 2-D, but got shape %s", op, smShapeString(fs))
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "%s: logits must be 2-D, but got shape %s", op, smShapeString(fs))
 	}
 	if len(ls) != 1 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: labels must be 1-D, but got shape %s", op, smShapeString(ls))
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: labels must be 1-D, but got shape %s", op, smShapeString(ls))
 	}
 	if fs[0] != ls[0] {
-		return nil, registry.Errorf(registry.ErrShape, "%s: logits and labels must have the same first dimension, got logits shape %s and labels shape %s",
+		return nil, registry.InputErrorf(registry.ErrShape, 1, "%s: logits and labels must have the same first dimension, got logits shape %s and labels shape %s",
 			op, smShapeString(fs), smShapeString(ls))
 	}
 	if fs[1] <= 0 {
-		return nil, registry.Errorf(registry.ErrShape, "%s: Must have at least one class, but got logits shape %s", op, smShapeString(fs))
+		return nil, registry.InputErrorf(registry.ErrShape, 0, "%s: Must have at least one class, but got logits shape %s", op, smShapeString(fs))
 	}
 	batch, classes := fs[0], fs[1]
 	if lab.Dtype() == tensor.Int32 {

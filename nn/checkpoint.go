@@ -62,6 +62,13 @@ type OptimizerState interface {
 // for none) and the caller's metadata meta (may be nil; keys must not start
 // with "tapegrad.") to path, atomically: a crash leaves the old file or the
 // new one, never a torn one. Gradients are not saved.
+//
+// The file is written to a temporary file in path's directory, synced,
+// renamed over path, and the directory synced. On error (a full disk, a
+// read-only directory, …) the error names path, the old file is left as it
+// was and the temporary file is removed; a process killed while saving
+// leaves its temporary file (".NAME.tmp" and digits, next to path), which
+// is safe to delete.
 func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]string) error {
 	if m == nil {
 		return configError("nn.SaveCheckpoint: nil Module")

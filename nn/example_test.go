@@ -118,7 +118,7 @@ func ExampleNewConv2D_error() {
 	_, err := out.Float32s()
 	fmt.Println(errors.Is(err, autodiff.ErrInvalidArgument))
 	// Output:
-	// nn.Sequential: layer 0: nn.NewConv2D: padding must be VALID, SAME or EXPLICIT, got "FULL"
+	// nn.Sequential: layer 0 (Conv2D): nn.NewConv2D: padding must be VALID, SAME or EXPLICIT, got "FULL"
 	// true
 }
 

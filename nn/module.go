@@ -19,6 +19,28 @@ import (
 // training or evaluation behaviour) and returns its output; errors are
 // recorded on t. Params and Buffers return the module's state in a fixed
 // order, with unique names.
+//
+// Params and Buffers must return the same pointers on every call: the
+// module's own *autodiff.Param and *Buffer values, made once when the
+// module is built (see autodiff.NewParam), never fresh ones or copies.
+// Optimizers, checkpoints and NewSequential (which renames them) hold on to
+// these pointers; a Param made anew on each call would receive gradients
+// that no optimizer ever applies.
+//
+// A module may also have the optional method
+//
+//	Err() error
+//
+// reporting a configuration error found when it was built (a negative
+// size, an unknown padding). The constructors of this package return a
+// module in any case and keep such an error instead of returning it, so
+// that models read as one expression; NewSequential calls Err on every
+// layer and makes the first error its own, naming the layer, and Forward
+// then records it on the tape. User modules with constructors that can
+// fail should do the same.
+//
+// A module with parameters or buffers belongs to at most one Sequential
+// (see NewSequential); a stateless one (ReLU, Flatten) may be shared.
 type Module interface {
 	Forward(t *autodiff.Tape, x autodiff.Value) autodiff.Value
 	Params() []*autodiff.Param
@@ -122,10 +144,13 @@ type Sequential struct {
 }
 
 // NewSequential returns the sequence of layers. It renames the layers'
-// parameters and buffers (prefixing "<index>." or "<name>."), so a module
-// belongs to one container. A layer's configuration error, a nil layer,
-// two layers with the same name, or one parameter or buffer shared by two
-// layers make the Sequential's error (see Err).
+// parameters and buffers (prefixing "<index>." or "<name>."), so a layer
+// with parameters or buffers belongs to one Sequential: adding it to a
+// second one is an error (nest the first Sequential whole instead). A
+// layer's configuration error, a nil layer, two layers with the same name,
+// one parameter or buffer shared by two layers, or a layer of another
+// Sequential make the Sequential's error (see Err), naming the layer
+// ("layer 2 (Dense)"); then no name is changed.
 func NewSequential(layers ...Module) *Sequential {
 	s := &Sequential{}
 	seenName := map[string]bool{}
@@ -137,8 +162,9 @@ func NewSequential(layers ...Module) *Sequential {
 		if n, ok := m.(*named); ok {
 			name, inner = n.name, n.Module
 		}
+		label := layerLabel(name, m)
 		if err := moduleErr(m); err != nil {
-			s.setErr(wrapf(err, "nn.Sequential: layer %s", name))
+			s.setErr(wrapf(err, "nn.Sequential: %s", label))
 			continue
 		}
 		if seenName[name] {
@@ -146,25 +172,41 @@ func NewSequential(layers ...Module) *Sequential {
 			continue
 		}
 		seenName[name] = true
+		if ownedElsewhere(inner, s) {
+			s.setErr(configError("nn.Sequential: %s already belongs to another Sequential: a layer can be in one only "+
+				"(a second would rename its parameters, and the first model's checkpoints would stop loading); "+
+				"make a new layer, or add the first Sequential whole", label))
+			continue
+		}
 		for _, p := range inner.Params() {
 			if p == nil || seenParam[p] {
-				s.setErr(configError("nn.Sequential: layer %s: parameter %v is nil or belongs to another layer too", name, paramName(p)))
+				s.setErr(configError("nn.Sequential: %s: parameter %v is nil or belongs to another layer too", label, paramName(p)))
 				continue
 			}
 			seenParam[p] = true
-			p.Name = name + "." + p.Name
 		}
 		for _, b := range inner.Buffers() {
 			if b == nil || seenBuf[b] {
-				s.setErr(configError("nn.Sequential: layer %s: a buffer is nil or belongs to another layer too", name))
+				s.setErr(configError("nn.Sequential: %s: a buffer is nil or belongs to another layer too", label))
 				continue
 			}
 			seenBuf[b] = true
-			b.Name = name + "." + b.Name
 		}
 		s.layers = append(s.layers, inner)
 		s.names = append(s.names, name)
 	}
+	if s.err != nil {
+		return s
+	}
+	for i, m := range s.layers {
+		for _, p := range m.Params() {
+			p.Name = s.names[i] + "." + p.Name
+		}
+		for _, b := range m.Buffers() {
+			b.Name = s.names[i] + "." + b.Name
+		}
+	}
+	claim(s, s.layers)
 	return s
 }
 
@@ -192,7 +234,13 @@ func (s *Sequential) Layers() []Module { return append([]Module(nil), s.layers..
 // given by Named.
 func (s *Sequential) Names() []string { return append([]string(nil), s.names...) }
 
-// Forward applies the layers in order.
+// Forward applies the layers in order. The values a layer makes on t,
+// other than its output, and each layer's output once the next layer has
+// run, are intermediates the tape may release (see
+// autodiff.Tape.Intermediates): on a NoGrad tape their buffers are reused
+// at once, so inference holds about one layer's values at a time; on a
+// recording tape Backward releases them once the gradient functions are
+// done with them. The returned value (and x) stay valid until Reset.
 func (s *Sequential) Forward(t *autodiff.Tape, x autodiff.Value) autodiff.Value {
 	return s.forward(t, x, nil)
 }
@@ -201,8 +249,16 @@ func (s *Sequential) forward(t *autodiff.Tape, x autodiff.Value, b binder) autod
 	if s.err != nil {
 		return fail(t, s.err)
 	}
-	for _, m := range s.layers {
+	// Each layer's values but its output, and each output once the next
+	// layer has run, are the tape's to release (autodiff.Tape.Intermediates).
+	mark := t.Mark()
+	for i, m := range s.layers {
+		ok := t != nil && t.Err() == nil
 		x = forwardModule(m, t, x, b)
+		if ok && t.Err() != nil {
+			annotateLayerError(t, layerLabel(s.names[i], m))
+		}
+		mark = t.Intermediates(mark, x)
 	}
 	return x
 }

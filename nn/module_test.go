@@ -64,7 +64,7 @@ func TestSequentialErrors(t *testing.T) {
 		s    *Sequential
 		frag string
 	}{
-		{"layer error", NewSequential(ReLU(), NewDense(0, 1, DenseOpts{Rand: r})), "layer 1: nn.NewDense"},
+		{"layer error", NewSequential(ReLU(), NewDense(0, 1, DenseOpts{Rand: r})), "layer 1 (Dense): nn.NewDense"},
 		{"nil layer", NewSequential(nil), "nil Module"},
 		{"same name", NewSequential(Named("a", ReLU()), Named("a", ReLU())), `two layers are named "a"`},
 		{"empty name", NewSequential(Named("", ReLU())), "invalid name"},

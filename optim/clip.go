@@ -19,9 +19,11 @@ import (
 // element, accumulated in float64 in parameter order then element order
 // (deterministic). The gradients are multiplied by
 // maxNorm/(norm + 1e-6) when that factor is below 1, and left alone
-// otherwise. As in PyTorch (error_if_nonfinite=False), a NaN or infinite
-// norm is returned and scales the gradients too (making them NaN); check
-// the returned norm to skip such steps.
+// otherwise. A NaN or infinite norm (a gradient holding NaN or ±Inf) is an
+// error wrapping ErrNonFinite, naming the parameter, and no gradient is
+// changed, as PyTorch does with error_if_nonfinite=True: scaling by it
+// would make every gradient, then every weight, NaN. The norm is returned
+// with the error.
 func ClipGradNorm(params []*autodiff.Param, maxNorm float64) (float64, error) {
 	if math.IsNaN(maxNorm) || maxNorm < 0 {
 		return 0, fmt.Errorf("%w: optim.ClipGradNorm: invalid max norm %v", autodiff.ErrInvalidArgument, maxNorm)
@@ -53,6 +55,9 @@ func ClipGradNorm(params []*autodiff.Param, maxNorm float64) (float64, error) {
 		}
 	}
 	norm := math.Sqrt(sum)
+	if !finite(norm) {
+		return norm, clipNonFinite(params, norm)
+	}
 	coef := maxNorm / (norm + 1e-6)
 	if coef >= 1 {
 		return norm, nil

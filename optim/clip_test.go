@@ -3,6 +3,7 @@ package optim
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -51,13 +52,27 @@ func TestClipGradNorm(t *testing.T) {
 		t.Errorf("norm after clipping %v", after)
 	}
 
-	// Non-finite gradients: the norm says so and the gradients become NaN,
-	// as in PyTorch.
+	// Non-finite gradients: an error naming the parameter, and no
+	// gradient changed (PyTorch's error_if_nonfinite=True).
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		reset()
+		setGrad(t, a, bad, 1)
+		norm, err = ClipGradNorm(ps, 1)
+		if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), `parameter "a"`) || !math.IsNaN(norm) && !math.IsInf(norm, 1) {
+			t.Errorf("gradient %v: norm %v, %v; want ErrNonFinite naming a", bad, norm, err)
+		}
+		if g := values(t, b.Grad)[0]; g != 12 {
+			t.Errorf("gradient %v: b's gradient changed to %v", bad, g)
+		}
+		if g := values(t, a.Grad)[1]; g != 1 {
+			t.Errorf("gradient %v: a's finite element changed to %v", bad, g)
+		}
+	}
+	// A sum of squares that overflows float64 is non-finite too.
 	reset()
-	setGrad(t, a, math.NaN(), 1)
-	norm, err = ClipGradNorm(ps, 1)
-	if err != nil || !math.IsNaN(norm) || !math.IsNaN(values(t, b.Grad)[0]) {
-		t.Errorf("NaN gradient: norm %v, b %v, %v", norm, values(t, b.Grad), err)
+	setGrad(t, a, 1e200, 1e200)
+	if _, err := ClipGradNorm(ps, 1); !errors.Is(err, ErrNonFinite) || values(t, a.Grad)[0] != 1e200 {
+		t.Errorf("overflowing norm: %v", err)
 	}
 
 	if n, err := ClipGradNorm(nil, 1); n != 0 || err != nil {

@@ -16,10 +16,17 @@
 //	tape.Reset()
 //	loss := model(tape)
 //	if err := tape.Backward(loss); err != nil { ... }
-//	optim.ClipGradNorm(params, 1.0) // optional
+//	if _, err := optim.ClipGradNorm(params, 1.0); err != nil { ... } // optional
 //	if err := opt.Step(); err != nil { ... } // updates, MarkModified, zeroes the gradients
 //
 // Step skips parameters whose Trainable flag is false or whose Grad is nil.
+// A NaN or infinite gradient (a loss that became NaN) is an error of
+// ClipGradNorm and Step, ErrNonFinite, naming the parameter, and changes
+// nothing: the weights do not become NaN. Skip the step with ZeroGrad,
+// or find the op that made the NaN with autodiff.DetectAnomaly. A Step
+// when no trainable parameter has a gradient is an error too
+// (autodiff.ErrNoGradient): Backward was not called, or its loss reached
+// other parameters.
 //
 // Learning rates come from a fixed value or a Schedule (Constant,
 // StepDecay, Cosine, Warmup wrapping another schedule), evaluated at the

@@ -18,7 +18,10 @@ type Optimizer interface {
 	// gradient (Trainable true, Grad non-nil), calls its MarkModified, then
 	// zeroes the gradients of all the optimizer's parameters. It validates
 	// everything before changing anything: on error no parameter, gradient
-	// or state has changed.
+	// or state has changed. A gradient holding NaN or ±Inf is an error
+	// (ErrNonFinite), and so is a Step when no trainable parameter has a
+	// gradient (autodiff.ErrNoGradient: Backward was not called, or its
+	// loss reached none of these parameters).
 	Step() error
 	// ZeroGrad zeroes the gradients of all the optimizer's parameters.
 	ZeroGrad()
@@ -245,6 +248,12 @@ func (b *base) prepare() (float64, error) {
 				return 0, b.errorf(autodiff.ErrShape, "parameter %q is %v %v but its %s state is %v %v (was Data replaced?)", p.Name, d.Dtype(), d.Shape(), b.bufNames[k], s.Dtype(), s.Shape())
 			}
 		}
+	}
+	if err := b.checkSomeGrad(); err != nil {
+		return 0, err
+	}
+	if err := b.checkFinite(); err != nil {
+		return 0, err
 	}
 	return lr, nil
 }

@@ -11,19 +11,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Attr structs describe an op's attributes. Each exported field carries
-//
-//	tf:"name"          TensorFlow's attribute name (required)
-//	default:"value"    TensorFlow's default, applied when the field holds
-//	                   Go's zero value (nil for slices and pointers); lists
-//	                   are written as JSON ("[1,1,1,1]")
-//	allowed:"A,B"      the allowed values of a string attribute
-//
-// Supported field types: string, bool, int, int64, float32, float64,
-// []int, []float32, []float64, []string, *bool, *int, *float32, *float64
-// and tensor.Dtype. Where Go's zero value is a legal value that differs
-// from TensorFlow's default (is_training defaults to true, epsilon), the
-// field is a pointer and nil means the default.
+// Attr structs describe an op's attributes: the tag grammar, the types and
+// the zero-value rule are in the package documentation ("Attr structs").
 
 var dtypeType = reflect.TypeOf(tensor.Float32)
 

@@ -20,10 +20,11 @@ func scaleKernel(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tens
 	if err != nil {
 		return nil, err
 	}
-	for i, v := range in[0].Float64s() {
-		out.Float64s()[i] = f * v
+	x, y := registry.Elems[float64](in[0]), registry.Elems[float64](out)
+	for i, v := range x {
+		y[i] = f * v
 	}
-	return []*tensor.Dense{out}, nil
+	return kc.Results(out), nil
 }
 
 // Register an op with its kernel and gradient, then run it directly.

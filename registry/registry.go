@@ -67,7 +67,10 @@ type OpDef struct {
 	// Inputs and Outputs name the op's arguments in TensorFlow's order.
 	Inputs, Outputs []Arg
 	// Attrs is the zero value of the op's attr struct type, or nil if the
-	// op has no attrs. See ParseAttrs for the tag syntax.
+	// op has no attrs. Its fields' tags give TensorFlow's names, defaults
+	// and allowed values; see "Attr structs" in the package documentation
+	// for the grammar and for the zero-value rule (use pointer fields
+	// where zero is a legal value that differs from the default).
 	Attrs any
 	// TypeInput is the index of the input whose dtype selects the kernel.
 	TypeInput int
@@ -323,7 +326,7 @@ func run(d *OpDef, kc *KernelCtx, a any, in []*tensor.Dense) (out []*tensor.Dens
 				k = only
 			}
 		} else {
-			return nil, Errorf(ErrDtype, "%s: no kernel for dtype %v (supported: %v)", d.Name, dt, d.Dtypes())
+			return nil, InputErrorf(ErrDtype, d.TypeInput, "%s: no kernel for dtype %v (supported: %v)", d.Name, dt, d.Dtypes())
 		}
 	}
 	defer func() {

@@ -20,8 +20,10 @@ type Attrs[A any] struct {
 	v any // an A, or nil for the defaults
 }
 
-// NewAttrs returns a with TensorFlow's defaults filled into its unset
-// fields (see the tag grammar on OpDef.Attrs).
+// NewAttrs returns a with TensorFlow's defaults filled into its fields
+// that hold Go's zero value (see "Attr structs" in the package
+// documentation: a field with a default cannot be set to zero unless it
+// is a pointer).
 func NewAttrs[A any](a A) Attrs[A] {
 	var boxed any = a // boxed once: kept as is when no default is missing
 	rv := reflect.ValueOf(boxed)

@@ -5,8 +5,12 @@
 //
 //	go run ./cmd/genops -pkg github.com/tapegrad/tapegrad/forward -o forward/ops_gen.go
 //
-// It runs from go:generate lines in forward/ and backward/; a test checks
-// that the generated files are current.
+// With -doc it writes instead the list of every registered op (inputs,
+// outputs, attrs, dtypes, gradient) that continues package registry's
+// documentation (registry/ops_doc_gen.go).
+//
+// It runs from go:generate lines in forward/, backward/ and registry/; a
+// test checks that the generated files are current.
 package main
 
 import (
@@ -22,18 +26,26 @@ import (
 	"unicode"
 
 	_ "github.com/tapegrad/tapegrad/backward" // registers the gradient ops
+	_ "github.com/tapegrad/tapegrad/nn"       // registers nn's own ops (their builders are hand-written)
 	"github.com/tapegrad/tapegrad/registry"
 )
 
 func main() {
 	pkg := flag.String("pkg", "", "import path of the package whose ops get builders")
+	doc := flag.Bool("doc", false, "write the list of registered ops for package registry's documentation instead")
 	out := flag.String("o", "", "output file (default: standard output)")
 	flag.Parse()
-	if *pkg == "" {
-		fmt.Fprintln(os.Stderr, "genops: -pkg is required")
+	if *pkg == "" && !*doc {
+		fmt.Fprintln(os.Stderr, "genops: -pkg or -doc is required")
 		os.Exit(2)
 	}
-	src, err := Generate(*pkg, registry.List())
+	var src []byte
+	var err error
+	if *doc {
+		src, err = GenerateDoc(registry.List())
+	} else {
+		src, err = Generate(*pkg, registry.List())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genops:", err)
 		os.Exit(1)

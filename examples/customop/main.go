@@ -2,7 +2,9 @@
 // registered from outside tapegrad (myproject.Swish, in swish.go) with its
 // gradient built from registered ops, used on a tape for first and second
 // derivatives. swish_test.go verifies the gradient with gradcheck, as a
-// user's own go test would.
+// user's own go test would. layer.go makes the op a layer of one's own
+// with its ONNX export rule (package nn/onnx); layer_test.go runs the
+// exported model in ONNX Runtime.
 package main
 
 import (

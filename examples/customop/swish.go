@@ -13,9 +13,12 @@ import (
 
 // SwishAttrs are the attributes of myproject.Swish: y = x * sigmoid(beta*x).
 // An attr struct names each field after the TensorFlow-style attribute and
-// gives its default in a tag; the zero value of Beta means the default, 1.
+// gives its default in a tag (the grammar is in package registry's
+// documentation). A field with a default takes it whenever it holds Go's
+// zero value, so Beta is a pointer: beta = 0 (y = x/2) is a legal value,
+// and nil, not 0, means the default, 1.
 type SwishAttrs struct {
-	Beta float64 `tf:"beta" default:"1"`
+	Beta *float64 `tf:"beta" default:"1"`
 }
 
 // OpSwish is the op's name. The dot keeps it apart from TensorFlow's names.
@@ -43,7 +46,7 @@ func init() {
 // the dtype they are registered for, and allocate their outputs from the
 // caller's allocator (the tape's arena recycles them).
 func swishKernel[T float32 | float64](kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-	beta := attrs.(SwishAttrs).Beta
+	beta := *attrs.(SwishAttrs).Beta // normalised attrs: never nil
 	if math.IsNaN(beta) || math.IsInf(beta, 0) {
 		return nil, registry.Errorf(registry.ErrInvalidArgument, "myproject.Swish: beta must be finite, got %v", beta)
 	}
@@ -51,22 +54,13 @@ func swishKernel[T float32 | float64](kc *registry.KernelCtx, attrs any, in []*t
 	if err != nil {
 		return nil, err
 	}
-	x, y := elems[T](in[0]), elems[T](out)
+	// registry.Elems gives the elements of a tensor of every shape
+	// (scalars and empty tensors too) as a slice of the kernel's type.
+	x, y := registry.Elems[T](in[0]), registry.Elems[T](out)
 	for i, v := range x {
 		y[i] = v / (1 + exp(-T(beta)*v))
 	}
 	return kc.Results(out), nil
-}
-
-// elems returns the backing slice of a float32 or float64 tensor. The typed
-// accessors work for every shape, scalars and empty tensors included (unlike
-// Dense.Data).
-func elems[T float32 | float64](d *tensor.Dense) []T {
-	var zero T
-	if _, ok := any(zero).(float32); ok {
-		return any(d.Float32s()).([]T)
-	}
-	return any(d.Float64s()).([]T)
 }
 
 func exp[T float32 | float64](v T) T {
@@ -91,7 +85,7 @@ func SwishOp(e registry.Emitter, attrs registry.Attrs[SwishAttrs], x registry.Va
 // so the gradient is itself differentiable (second order works).
 func swishGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
 	x := n.Inputs()[0]
-	beta := e.Scalar(x.Dtype(), registry.NodeAttrs[SwishAttrs](n).Value().Beta)
+	beta := e.Scalar(x.Dtype(), *registry.NodeAttrs[SwishAttrs](n).Value().Beta)
 	bx := forward.Mul(e, beta, x)
 	s := forward.Sigmoid(e, bx)
 	oneMinusS := forward.Sub(e, forward.OnesLike(e, s), s)
@@ -110,5 +104,5 @@ func Swish(x autodiff.Value, beta float64) autodiff.Value {
 	if t == nil {
 		return x // the zero Value reports itself as invalid
 	}
-	return autodiff.ValueOf(SwishOp(t.Emitter(), registry.NewAttrs(SwishAttrs{Beta: beta}), t.Ref(x)))
+	return autodiff.ValueOf(SwishOp(t.Emitter(), registry.NewAttrs(SwishAttrs{Beta: registry.Ptr(beta)}), t.Ref(x)))
 }

@@ -32,6 +32,29 @@ func TestSwishForward(t *testing.T) {
 	}
 }
 
+// TestSwishBetaZero: beta = 0 is a legal value (y = x/2), not "unset":
+// the attr is a pointer, so zero is kept and nil means the default.
+func TestSwishBetaZero(t *testing.T) {
+	tape := autodiff.NewTape()
+	y, err := Swish(tape.Constant(inputs()[0]), 0).Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range inputs()[0].Float64s() {
+		if y[i] != v/2 {
+			t.Errorf("swish_0(%v) = %v, want %v", v, y[i], v/2)
+		}
+	}
+	// nil: the default, beta = 1.
+	z, err := autodiff.ValueOf(SwishOp(tape.Emitter(), registry.NewAttrs(SwishAttrs{}), tape.Ref(tape.Constant(inputs()[0])))).Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := inputs()[0].Float64s()[0]; math.Abs(z[0]-v/(1+math.Exp(-v))) > 1e-15 {
+		t.Errorf("default beta: swish(%v) = %v", v, z[0])
+	}
+}
+
 // TestSwishGradient is the user's gradient check: first order, then second
 // order (the gradient of the gradient), with random upstream gradients.
 func TestSwishGradient(t *testing.T) {

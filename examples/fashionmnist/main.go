@@ -3,11 +3,13 @@
 // with -qat quantisation-aware training (FakeQuantWithMinMaxVarsPerChannel
 // on the weights, per-tensor fake quantisation of the activations).
 //
-// It shows a live progress bar per epoch (loss, accuracy, examples/s, ETA),
-// evaluates on the test set after every epoch, writes a checkpoint (model,
-// batch-norm statistics, fake-quant ranges, optimizer and data-loader state)
-// and a PNG plot of the curves, and resumes from the checkpoint with
-// -resume. The last line it prints is "test accuracy: 0.XXXX".
+// It shows a live progress bar per epoch (loss, accuracy, examples/s, ETA)
+// on a terminal, a plain line every -log-every otherwise (no carriage
+// returns in logs), evaluates on the test set after every epoch, writes a
+// checkpoint (model, batch-norm statistics, fake-quant ranges, optimizer
+// and data-loader state) and a PNG plot of the curves, and resumes from
+// the checkpoint with -resume. The last line it prints is
+// "test accuracy: 0.XXXX".
 //
 //	go run ./examples/fashionmnist                      # bundled 6000/1000 subset
 //	go run ./examples/fashionmnist -data /usr/share/datasets/fashion-mnist -epochs 20
@@ -24,7 +26,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
@@ -46,8 +47,10 @@ type config struct {
 	resume     bool
 	plot       string
 	progress   bool
+	logEvery   time.Duration // plain progress lines when not on a terminal
 	stopAfter  int
 	dist       distConfig // -dist (dist.go)
+	export     string
 }
 
 func main() {
@@ -63,9 +66,11 @@ func main() {
 	flag.StringVar(&c.checkpoint, "checkpoint", "fashionmnist.safetensors", "checkpoint file, written after every epoch")
 	flag.BoolVar(&c.resume, "resume", false, "resume from -checkpoint")
 	flag.StringVar(&c.plot, "plot", "fashionmnist.png", "PNG plot of the loss and accuracy curves ('' for none)")
-	flag.BoolVar(&c.progress, "progress", true, "show a progress bar")
+	flag.BoolVar(&c.progress, "progress", true, "show the progress within each epoch: a live bar on a terminal, else a plain line every -log-every")
+	flag.DurationVar(&c.logEvery, "log-every", 30*time.Second, "interval of the plain progress lines when the output is not a terminal")
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
 	registerDistFlags(&c.dist)
+	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
@@ -166,21 +171,12 @@ func run(c config, stdout, stderr io.Writer) error {
 	if c.stopAfter > 0 && c.stopAfter < end {
 		end = c.stopAfter
 	}
+	acc, evaluated := 0.0, false // the last epoch's test accuracy
 	for epoch := start; epoch < end; epoch++ {
-		var bar *progressbar.ProgressBar
-		if c.progress {
-			bar = progressbar.NewOptions(loader.NumBatches(),
-				progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch+1, c.epochs)),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(200*time.Millisecond),
-				progressbar.OptionClearOnFinish(),
-			)
-		}
+		prog := newProgress(c, stdout, stderr, epoch, loader.NumBatches())
 		t0 := time.Now()
 		var lossSum float64
-		var correct, seen int
+		var correct, seen, steps int
 		for loader.Next() {
 			b := loader.Batch()
 			step := opt.Steps()
@@ -210,15 +206,10 @@ func run(c config, stdout, stderr io.Writer) error {
 			lossSum += l * float64(b.Size)
 			correct += n
 			seen += b.Size
-			if bar != nil {
-				el := time.Since(t0).Seconds()
-				bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f acc %.4f %5.0f ex/s", epoch+1, c.epochs, lossSum/float64(seen), float64(correct)/float64(seen), float64(seen*ds.size())/el))
-				bar.Add(1)
-			}
+			steps++
+			prog.step(steps, lossSum/float64(seen), float64(correct)/float64(seen), float64(seen*ds.size())/time.Since(t0).Seconds())
 		}
-		if bar != nil {
-			bar.Finish()
-		}
+		prog.finish()
 		secs := time.Since(t0).Seconds()
 		if lossSum, correct, seen, err = ds.totals(lossSum, correct, seen); err != nil {
 			return err
@@ -227,10 +218,10 @@ func run(c config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		acc, err := evaluate(model, evalTape, testLoader)
-		if err != nil {
+		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
 			return err
 		}
+		evaluated = true
 		st := epochStats{Loss: lossSum / float64(seen), TrainAcc: float64(correct) / float64(seen), TestAcc: acc, Seconds: secs}
 		history = append(history, st)
 		fmt.Fprintf(stdout, "epoch %d/%d: loss %.4f train acc %.4f  %.1f s (%.0f examples/s)  test acc %.4f\n",
@@ -247,13 +238,23 @@ func run(c config, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	acc, err := evaluate(model, evalTape, testLoader)
-	if err != nil {
-		return err
+	if c.export != "" && ds.root() {
+		if err := exportONNX(c.export, model, c.qat, stdout); err != nil {
+			return err
+		}
+	}
+	if !evaluated { // resumed with no epoch left to train
+		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "test accuracy: %.4f\n", acc)
 	return ds.close()
 }
+
+// evaluateFn is evaluate, which run calls through it (tests count the
+// evaluations).
+var evaluateFn = evaluate
 
 // evaluate returns the test accuracy (eval mode: running batch-norm
 // statistics, fixed pooling regions, no dropout).

@@ -11,7 +11,10 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/autodiff"
 	"github.com/tapegrad/tapegrad/internal/safetensors"
+	"github.com/tapegrad/tapegrad/nn"
+	"github.com/tapegrad/tapegrad/nn/data"
 )
 
 func smallConfig(dir string, epochs int) config {
@@ -107,5 +110,40 @@ func TestBadFlags(t *testing.T) {
 	c.resume = true
 	if err := run(c, &out, &errs); err == nil || !strings.Contains(err.Error(), "resume") {
 		t.Fatalf("resume without a checkpoint: %v", err)
+	}
+}
+
+// TestEvaluatesOncePerEpoch: the test set is evaluated once per epoch, the
+// last epoch's accuracy being the final line's, not once more at the end;
+// a resumed run with no epoch left evaluates once.
+func TestEvaluatesOncePerEpoch(t *testing.T) {
+	n := 0
+	defer func(f func(nn.Module, *autodiff.Tape, *data.Loader) (float64, error)) { evaluateFn = f }(evaluateFn)
+	evaluateFn = func(m nn.Module, tp *autodiff.Tape, l *data.Loader) (float64, error) {
+		n++
+		return evaluate(m, tp, l)
+	}
+	dir := t.TempDir()
+	c := smallConfig(dir, 2)
+	var out, errs bytes.Buffer
+	if err := run(c, &out, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("2 epochs: %d evaluations, want 2", n)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last, epoch := lines[len(lines)-1], lines[len(lines)-2]
+	if acc := strings.TrimPrefix(last, "test accuracy: "); acc == last || !strings.HasSuffix(epoch, "test acc "+acc) {
+		t.Errorf("the final line %q does not repeat the last epoch's accuracy (%q)", last, epoch)
+	}
+	n = 0
+	c.resume = true // the checkpoint has both epochs: nothing left to train
+	out.Reset()
+	if err := run(c, &out, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || lastLine(out.String()) != last {
+		t.Errorf("resumed with no epoch left: %d evaluations, last line %q; want 1 and %q", n, lastLine(out.String()), last)
 	}
 }

@@ -21,7 +21,7 @@ func BenchmarkKernels(b *testing.B) {
 	n := int64(4 * rows * c)
 	for _, asm := range modes() {
 		withMode(asm, func() {
-			name := map[bool]string{false: "go", true: "asm"}[asm]
+			name := asm.String()
 			b.Run(fmt.Sprintf("Stats/%s", name), func(b *testing.B) {
 				b.SetBytes(n)
 				for range b.N {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"unsafe"
 
+	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
@@ -16,11 +18,45 @@ import (
 // whose surroundings hold NaN sentinels, so a write outside the contract's
 // elements or a read of the sentinels shows up.
 
-// modes returns the kernel modes to test: Go loops, and assembly if any.
-func modes() []bool { return testutil.Modes(useAsm) }
+// modes returns the kernel modes to test: the Go loops (tier go), and the
+// block kernels of every tier this CPU has (cpu.Has, whatever
+// TAPEGRAD_ISA says; in a noasm build their Go twins, as tier avx2).
+func modes() []cpu.ISA {
+	ms := []cpu.ISA{cpu.Go}
+	for _, isa := range []cpu.ISA{cpu.AVX2, cpu.AVX512} {
+		if cpu.Has(isa) || isa == cpu.AVX2 && cpu.Max() == cpu.Go {
+			ms = append(ms, isa)
+		}
+	}
+	return ms
+}
 
-// withMode runs fn with useAsm set to asm.
-func withMode(asm bool, fn func()) { testutil.WithFlag(&useAsm, asm, fn) }
+// withMode runs fn with the block kernels of tier isa (the Go loops for
+// cpu.Go).
+func withMode(isa cpu.ISA, fn func()) {
+	old := tier
+	tier = isa
+	defer func() { tier = old }()
+	testutil.WithFlag(&useAsm, isa > cpu.Go, fn)
+}
+
+// TestTiers logs which tiers the kernel tests run.
+func TestTiers(t *testing.T) {
+	ms := modes()
+	for _, isa := range cpu.ISAs {
+		switch {
+		case slices.Contains(ms, isa) && cpu.Has(isa):
+			t.Logf("tier %-6v: run", isa)
+		case slices.Contains(ms, isa):
+			t.Logf("tier %-6v: run on the Go twins of its kernels (noasm build or not amd64)", isa)
+		default:
+			t.Logf("tier %-6v: NOT RUN: this CPU or build lacks it (cpu.Max() = %v)", isa, cpu.Max())
+		}
+	}
+	if len(ms) < 2 {
+		t.Errorf("only the Go loops run: %v", ms)
+	}
+}
 
 const guard = 40 // sentinel elements on each side of an operand
 

@@ -2,7 +2,15 @@
 
 package bnkern
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
+)
+
+// tier is cpu.Tier(), as on amd64, so that tests can switch it; the Go
+// twins below run whatever it says.
+var tier = cpu.Tier()
 
 // useAsm reports whether float32 calls of at least Block channels run the
 // block kernels below (in this build their Go twins, which give the same
@@ -10,7 +18,7 @@ import "unsafe"
 // to compare the two.
 var useAsm = true
 
-// The Go twins of the AVX2 block kernels of kernel_amd64.s, with the same
+// The Go twins of the block kernels of kernel_amd64.go, with the same
 // names, signatures and results: the same IEEE operations in the same
 // order (every product converted to float32 explicitly, so the compiler
 // cannot fuse it into a multiply-add). x (and the other row operands)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
 // special values where the semantics matter: NaN, ±Inf, ±0, denormals.
@@ -36,35 +38,75 @@ func sameBits[T Float](t *testing.T, what string, n int, got, want []T) {
 
 func testKernels[T Float](t *testing.T, name string) {
 	r := rand.New(rand.NewSource(1))
-	for _, n := range []int{0, 1, 3, 4, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 100, 257, 1031} {
-		x, g := fill[T](r, n), fill[T](r, n)
-		// Guard elements past len(out) must stay untouched.
-		out := make([]T, n+5)
-		want := make([]T, n)
-		for i := range out {
-			out[i] = 7
+	for _, n := range []int{0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257, 1031} {
+		for off := range 3 {
+			x, g := fill[T](r, n+off), fill[T](r, n+off)
+			x, g = x[off:], g[off:]
+			// Guard elements before and past out must stay untouched.
+			buf := make([]T, off+n+5)
+			for i := range buf {
+				buf[i] = 7
+			}
+			out := buf[off : off+n]
+			want := make([]T, n)
+			guards := func(what string) {
+				t.Helper()
+				sameBits(t, what+" guard before", n, buf[:off], []T{7, 7, 7}[:off])
+				sameBits(t, what+" guard after", n, buf[off+n:], []T{7, 7, 7, 7, 7})
+			}
+			Relu(out, x)
+			ReluGo(want, x)
+			sameBits(t, name+" Relu", n, out, want)
+			guards(name + " Relu")
+			ReluGrad(out, g, x)
+			ReluGradGo(want, g, x)
+			sameBits(t, name+" ReluGrad", n, out, want)
+			guards(name + " ReluGrad")
 		}
-		Relu(out[:n], x)
-		ReluGo(want, x)
-		sameBits(t, name+" Relu", n, out[:n], want)
-		sameBits(t, name+" Relu guard", n, out[n:], []T{7, 7, 7, 7, 7})
-		ReluGrad(out[:n], g, x)
-		ReluGradGo(want, g, x)
-		sameBits(t, name+" ReluGrad", n, out[:n], want)
-		sameBits(t, name+" ReluGrad guard", n, out[n:], []T{7, 7, 7, 7, 7})
 	}
 }
 
-func TestKernelsMatchGo(t *testing.T) {
-	if !bulkOK {
-		t.Log("no AVX2: the portable loops run (compared with themselves)")
+// tiers returns the tiers this CPU and build run, logging which run and
+// which do not.
+func tiers(t testing.TB) []cpu.ISA {
+	t.Helper()
+	var run []cpu.ISA
+	for _, isa := range cpu.ISAs {
+		if cpu.Has(isa) {
+			t.Logf("tier %-6v: run", isa)
+			run = append(run, isa)
+		} else {
+			t.Logf("tier %-6v: NOT RUN: this CPU or build lacks it (cpu.Max() = %v)", isa, cpu.Max())
+		}
 	}
-	testKernels[float32](t, "float32")
-	testKernels[float64](t, "float64")
+	return run
+}
+
+// withTier runs f with the package's tier set to isa.
+func withTier(isa cpu.ISA, f func()) {
+	old := tier
+	tier = isa
+	defer func() { tier = old }()
+	f()
+}
+
+func TestKernelsMatchGo(t *testing.T) {
+	for _, isa := range tiers(t) {
+		withTier(isa, func() {
+			testKernels[float32](t, isa.String()+" float32")
+			testKernels[float64](t, isa.String()+" float64")
+		})
+	}
 }
 
 // TestSemantics pins TensorFlow's values at the special points.
 func TestSemantics(t *testing.T) {
+	for _, isa := range tiers(t) {
+		withTier(isa, func() { testSemantics(t) })
+	}
+}
+
+func testSemantics(t *testing.T) {
 	negZero := math.Copysign(0, -1)
 	x := []float64{math.NaN(), math.Inf(-1), -1, negZero, 0, 2, math.Inf(1), 0.5}
 	wantRelu := []float64{math.NaN(), 0, 0, negZero, 0, 2, math.Inf(1), 0.5}
@@ -92,44 +134,57 @@ func TestSemantics(t *testing.T) {
 	sameBits(t, "ReluGrad float32", len(x), out, wantGrad)
 }
 
+// benchBulk runs f under every tier this CPU has, as sub-benchmarks named
+// by tier, then the portable loop as "go-loop".
+func benchBulk(b *testing.B, bytes int64, f, goLoop func()) {
+	for _, isa := range tiers(b) {
+		b.Run(isa.String(), func(b *testing.B) {
+			withTier(isa, func() {
+				b.SetBytes(bytes)
+				for b.Loop() {
+					f()
+				}
+			})
+		})
+	}
+	b.Run("go-loop", func(b *testing.B) {
+		b.SetBytes(bytes)
+		for b.Loop() {
+			goLoop()
+		}
+	})
+}
+
 func BenchmarkRelu(b *testing.B) {
 	x := fill[float32](rand.New(rand.NewSource(1)), 1<<16)
 	out := make([]float32, len(x))
-	b.Run("asm", func(b *testing.B) {
-		b.SetBytes(8 << 16)
-		for b.Loop() {
-			Relu(out, x)
-		}
-	})
-	b.Run("go", func(b *testing.B) {
-		b.SetBytes(8 << 16)
-		for b.Loop() {
-			ReluGo(out, x)
-		}
-	})
+	benchBulk(b, 8<<16, func() { Relu(out, x) }, func() { ReluGo(out, x) })
 }
 
 func BenchmarkReluGrad(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
 	x, g := fill[float32](r, 1<<16), fill[float32](r, 1<<16)
 	out := make([]float32, len(x))
-	b.Run("asm", func(b *testing.B) {
-		b.SetBytes(12 << 16)
-		for b.Loop() {
-			ReluGrad(out, g, x)
-		}
-	})
-	b.Run("go", func(b *testing.B) {
-		b.SetBytes(12 << 16)
-		for b.Loop() {
-			ReluGradGo(out, g, x)
-		}
-	})
+	benchBulk(b, 12<<16, func() { ReluGrad(out, g, x) }, func() { ReluGradGo(out, g, x) })
+}
+
+// BenchmarkReluSmall is Relu on 1000 elements (a tail on every tier), in
+// L1.
+func BenchmarkReluSmall(b *testing.B) {
+	x := fill[float32](rand.New(rand.NewSource(1)), 1000)
+	out := make([]float32, len(x))
+	benchBulk(b, 8*1000, func() { Relu(out, x) }, func() { ReluGo(out, x) })
 }
 
 // TestGradLoopsMatchNaive compares the gradient loops with the float64
 // formulas, in float64 (exactly up to rounding order) and float32.
 func TestGradLoopsMatchNaive(t *testing.T) {
+	for _, isa := range tiers(t) {
+		withTier(isa, func() { testGradLoopsMatchNaive(t) })
+	}
+}
+
+func testGradLoopsMatchNaive(t *testing.T) {
 	ref := map[string]struct {
 		f32 func(out, a, b []float32)
 		f64 func(out, a, b []float64)
@@ -164,7 +219,7 @@ func TestGradLoopsMatchNaive(t *testing.T) {
 	}
 	r := rand.New(rand.NewSource(6))
 	for name, k := range ref {
-		for _, n := range []int{0, 1, 9, 100} {
+		for _, n := range []int{0, 1, 9, 17, 100} {
 			a, b := make([]float64, n), make([]float64, n)
 			a32, b32 := make([]float32, n), make([]float32, n)
 			for i := range a {

@@ -1,13 +1,22 @@
-//go:build !amd64 || noasm
+//go:build !amd64 || noasm || gccgo || safe
 
 package ewkern
 
-import "unsafe"
+import (
+	"unsafe"
 
-// bulkOK is true: the Go twins of the assembly routines run on any CPU.
-const bulkOK = true
+	"github.com/tapegrad/tapegrad/internal/cpu"
+)
 
-// The Go twins of the assembly routines of kernel_amd64.s, with their
+// tier is cpu.Tier(), as on amd64, so that tests can switch it; the Go
+// twins below run whatever it says.
+var tier = cpu.Tier()
+
+// bulkLen returns how many of n elements (lanes per 256-bit vector) the Go
+// twins take: the whole vectors, as the AVX2 routines do.
+func bulkLen(n, lanes int) int { return n &^ (lanes - 1) }
+
+// The Go twins of the routines of kernel_amd64.go, with their
 // names and signatures: each runs the portable loop over n elements.
 
 // reluF32 is, for i < n, out[i] = max(x[i], 0) (ReluGo).

@@ -39,12 +39,12 @@ import (
 )
 
 // useAsm reports whether the kernels run the assembly routines (fwd32 and
-// the others of kernel_amd64.s): on CPUs with AVX2 (cpu.X86.AVX2FMA also
-// requires FMA, which they do not use; it is false on other architectures
-// and under the noasm build tag, where the routines are their Go twins).
-// When it is false the dispatchers run the Go loops directly. Tests
-// switch it to compare the two.
-var useAsm = cpu.X86.AVX2FMA
+// the others of kernel_amd64.go): from the AVX2 tier up (cpu.Tier(), which
+// TAPEGRAD_ISA caps; Go on other architectures and under the noasm build
+// tag, where the routines are their Go twins). When it is false the
+// dispatchers run the Go loops directly. Tests switch it to compare the
+// two.
+var useAsm = cpu.Tier() >= cpu.AVX2
 
 // Period returns the table length for d ≥ 1 channels: the least common
 // multiple of d and 8, doubled up to at least 256 positions so that a call

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"unsafe"
 
+	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 )
@@ -20,10 +22,46 @@ import (
 // modes returns the kernel modes to test: the Go loops, and the assembly
 // routines where they run (on a CPU with AVX2, or as their Go twins in a
 // build without assembly).
-func modes() []bool { return testutil.Modes(useAsm || twinsOnly) }
+//
+// A mode is a tier: cpu.Go runs the Go loops; AVX2 and AVX512 run the
+// routines of that tier where the CPU has it (cpu.Has, whatever
+// TAPEGRAD_ISA says), and in a build without assembly AVX2 stands for
+// the Go twins.
+func modes() []cpu.ISA {
+	ms := []cpu.ISA{cpu.Go}
+	for _, isa := range []cpu.ISA{cpu.AVX2, cpu.AVX512} {
+		if !twinsOnly && cpu.Has(isa) || twinsOnly && isa == cpu.AVX2 {
+			ms = append(ms, isa)
+		}
+	}
+	return ms
+}
 
-// withMode runs fn with useAsm set to asm.
-func withMode(asm bool, fn func()) { testutil.WithFlag(&useAsm, asm, fn) }
+// withMode runs fn in mode isa.
+func withMode(isa cpu.ISA, fn func()) {
+	old := tier
+	tier = isa
+	defer func() { tier = old }()
+	testutil.WithFlag(&useAsm, isa > cpu.Go, fn)
+}
+
+// TestTiers logs which tiers the kernel tests run.
+func TestTiers(t *testing.T) {
+	ms := modes()
+	for _, isa := range cpu.ISAs {
+		switch {
+		case slices.Contains(ms, isa) && twinsOnly && isa > cpu.Go:
+			t.Logf("tier %-6v: run on the Go twins of its routines (noasm build or not amd64)", isa)
+		case slices.Contains(ms, isa):
+			t.Logf("tier %-6v: run", isa)
+		default:
+			t.Logf("tier %-6v: NOT RUN: this CPU or build lacks it (cpu.Max() = %v)", isa, cpu.Max())
+		}
+	}
+	if len(ms) < 2 {
+		t.Errorf("only the Go loops run: %v", ms)
+	}
+}
 
 // refQuant is the scalar forward rule: clamp with min(x, nmax) first, a
 // NaN x staying NaN, every operation rounded to T, +0 in a zero channel;
@@ -252,8 +290,8 @@ func testForward[T tensorx.Float](t *testing.T, name string, sh []struct{ d, n, 
 				}
 				outs = append(outs, y)
 			}
-			if len(outs) == 2 {
-				bitsEqual(t, fmt.Sprintf("%s div=%v forward asm vs Go", name, div), outs[0], outs[1])
+			for m := 1; m < len(outs); m++ {
+				bitsEqual(t, fmt.Sprintf("%s div=%v forward %v vs Go", name, div, modes()[m]), outs[0], outs[m])
 			}
 		}
 	}
@@ -353,10 +391,11 @@ func testGradient[T tensorx.Float](t *testing.T, name string, sh []struct{ d, n,
 			outs = append(outs, bi, out)
 			sums = append(sums, acc)
 		}
-		if len(outs) == 4 {
-			bitsEqual(t, name+" Grad asm vs Go", outs[0], outs[2])
-			bitsEqual(t, name+" Adjoint asm vs Go", outs[1], outs[3])
-			bitsEqual(t, name+" sums asm vs Go", sums[0], sums[1])
+		for m := 1; m < len(sums); m++ {
+			mode := modes()[m].String()
+			bitsEqual(t, name+" Grad "+mode+" vs Go", outs[0], outs[2*m])
+			bitsEqual(t, name+" Adjoint "+mode+" vs Go", outs[1], outs[2*m+1])
+			bitsEqual(t, name+" sums "+mode+" vs Go", sums[0], sums[m])
 		}
 	}
 }
@@ -538,7 +577,7 @@ func benchKernels[T tensorx.Float](b *testing.B) {
 		bd.Set(0, gr.NMin, gr.NMax, false)
 		acc := make([]float64, 2*bd.Period())
 		for _, asm := range modes() {
-			mode := map[bool]string{false: "Go", true: "asm"}[asm]
+			mode := asm.String()
 			for _, k := range []struct {
 				name string
 				fn   func()

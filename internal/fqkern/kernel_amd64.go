@@ -1,8 +1,19 @@
-//go:build amd64 && !noasm
+//go:build amd64 && !noasm && !gccgo && !safe
 
 package fqkern
 
-// The AVX2 assembly kernels (kernel_amd64.s), with the contract of
+import "github.com/tapegrad/tapegrad/internal/cpu"
+
+// tier is the instruction-set tier the package runs: cpu.Tier() (the
+// best the CPU has, capped by TAPEGRAD_ISA), chosen once at start-up.
+// Tests switch it to run every tier the CPU has.
+var tier = cpu.Tier()
+
+// The kernels below run the current tier's assembly (avx2_amd64.s,
+// avx512_amd64.s, written by asmgen from one description of the element
+// operations: AVX2 on YMM with a scalar tail, AVX-512 on ZMM with a masked
+// tail; every element gets the same operations, so the tiers give the
+// same bits), with the contract of
 // fqkern.go: tab points at the first table position, rows l floats apart;
 // rows rows of n ≥ 1 elements. acc points at the below sum of the first
 // position, its above sum l float64 further. The 64 kernels are the 32
@@ -13,46 +24,78 @@ package fqkern
 // fwd32 is fwdGo(y, x, tab, l, n, rows, false, true, false) on float32
 // slices over the pointers: the multiplying forward, the zero channels'
 // outputs masked by the keep row.
-//
-//go:noescape
-func fwd32(y, x, tab *float32, l, n, rows int)
+func fwd32(y, x, tab *float32, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		fwd32AVX512(y, x, tab, l, n, rows)
+	} else {
+		fwd32AVX2(y, x, tab, l, n, rows)
+	}
+}
 
 // fwdDiv32 is fwdGo(y, x, tab, l, n, rows, true, true, false) on float32
 // slices over the pointers: the dividing forward (Vars).
-//
-//go:noescape
-func fwdDiv32(y, x, tab *float32, l, n, rows int)
+func fwdDiv32(y, x, tab *float32, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		fwdDiv32AVX512(y, x, tab, l, n, rows)
+	} else {
+		fwdDiv32AVX2(y, x, tab, l, n, rows)
+	}
+}
 
 // grad32 is gradGo(bi, gs, x, tab, l, n, rows, acc) on float32 slices
 // over the pointers and float64 sums over acc.
-//
-//go:noescape
-func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64)
+func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64) {
+	if tier >= cpu.AVX512 {
+		grad32AVX512(bi, gs, x, tab, l, n, rows, acc)
+	} else {
+		grad32AVX2(bi, gs, x, tab, l, n, rows, acc)
+	}
+}
 
 // adj32 is adjGo(out, dbi, x, tab, l, n, rows, false) on float32 slices
 // over the pointers.
-//
-//go:noescape
-func adj32(out, dbi, x, tab *float32, l, n, rows int)
+func adj32(out, dbi, x, tab *float32, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		adj32AVX512(out, dbi, x, tab, l, n, rows)
+	} else {
+		adj32AVX2(out, dbi, x, tab, l, n, rows)
+	}
+}
 
 // fwd64 is fwd32 for float64: fwdGo(y, x, tab, l, n, rows, false, true,
 // false).
-//
-//go:noescape
-func fwd64(y, x, tab *float64, l, n, rows int)
+func fwd64(y, x, tab *float64, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		fwd64AVX512(y, x, tab, l, n, rows)
+	} else {
+		fwd64AVX2(y, x, tab, l, n, rows)
+	}
+}
 
 // fwdDiv64 is fwdDiv32 for float64: fwdGo(y, x, tab, l, n, rows, true,
 // true, false).
-//
-//go:noescape
-func fwdDiv64(y, x, tab *float64, l, n, rows int)
+func fwdDiv64(y, x, tab *float64, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		fwdDiv64AVX512(y, x, tab, l, n, rows)
+	} else {
+		fwdDiv64AVX2(y, x, tab, l, n, rows)
+	}
+}
 
 // grad64 is grad32 for float64: gradGo(bi, gs, x, tab, l, n, rows, acc).
-//
-//go:noescape
-func grad64(bi, gs, x, tab *float64, l, n, rows int, acc *float64)
+func grad64(bi, gs, x, tab *float64, l, n, rows int, acc *float64) {
+	if tier >= cpu.AVX512 {
+		grad64AVX512(bi, gs, x, tab, l, n, rows, acc)
+	} else {
+		grad64AVX2(bi, gs, x, tab, l, n, rows, acc)
+	}
+}
 
 // adj64 is adj32 for float64: adjGo(out, dbi, x, tab, l, n, rows, false).
-//
-//go:noescape
-func adj64(out, dbi, x, tab *float64, l, n, rows int)
+func adj64(out, dbi, x, tab *float64, l, n, rows int) {
+	if tier >= cpu.AVX512 {
+		adj64AVX512(out, dbi, x, tab, l, n, rows)
+	} else {
+		adj64AVX2(out, dbi, x, tab, l, n, rows)
+	}
+}

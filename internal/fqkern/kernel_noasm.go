@@ -1,10 +1,14 @@
-//go:build !amd64 || noasm
+//go:build !amd64 || noasm || gccgo || safe
 
 package fqkern
 
-import "unsafe"
+import (
+	"unsafe"
 
-// Go twins of the assembly kernels of kernel_amd64.s, of the same names
+	"github.com/tapegrad/tapegrad/internal/cpu"
+)
+
+// Go twins of the assembly kernels of kernel_amd64.go, of the same names
 // and signatures, for other architectures and the noasm build tag: each
 // is the Go loop its assembly equals, over slices of the pointers (the
 // table from its first position: rows−1 whole rows and n positions of the
@@ -61,3 +65,7 @@ func adj64(out, dbi, x, tab *float64, l, n, rows int) {
 	m := n * rows
 	adjGo(unsafe.Slice(out, m), unsafe.Slice(dbi, m), unsafe.Slice(x, m), tabSlice(tab, bRows, l, n), l, n, rows, false)
 }
+
+// tier is cpu.Tier(), as on amd64, so that tests can switch it; the Go
+// twins above run whatever it says.
+var tier = cpu.Tier()

@@ -2,10 +2,11 @@
 // depend only on the problem size, never on the thread count, so reductions
 // combined in chunk order are bit-identical for any number of threads.
 //
-// The goroutines come from a pool of persistent workers: a worker that
-// finishes a job spins briefly before parking, so the next call's jobs
-// start within microseconds instead of waiting for the scheduler to wake
-// an idle thread. A job no worker has started yet when the caller is done
+// The goroutines come from a pool of workers: a worker that finishes a
+// job spins for idleSpin (tens of microseconds) before parking, so the
+// next call's jobs start within microseconds instead of waiting for the
+// scheduler to wake an idle thread, while an idle process stops using CPU
+// within a fraction of a millisecond. A job no worker has started yet when the caller is done
 // with its own share is run by the caller itself, so nested calls never
 // deadlock and a busy machine degrades to serial execution, not to a
 // stall.
@@ -16,8 +17,9 @@
 // passed as fn is allocated where it is built, so hot callers test for
 // the serial case (threads <= 1, or a single chunk or block) first and
 // call their loop directly. The pool starts a worker (a goroutine and its
-// state) only when no idle one is left, at most maxWorkers for the life
-// of the process.
+// state) only when no idle one is left, at most maxWorkers at a time.
+// Release stops them (autodiff.ReleaseWorkers for users); later calls
+// start new ones.
 package parallel
 
 import (
@@ -327,18 +329,18 @@ func (g *group) finish() {
 	}
 }
 
-// wait returns once every job has finished: it spins for a while (the
-// workers' ranges are as long as the caller's), then parks.
+// wait returns once every job has finished: it spins for up to waitSpin
+// (the workers' ranges are as long as the caller's), then parks.
 func (g *group) wait() {
 	if len(g.jobs) == 0 {
 		return
 	}
-	if spinning() {
-		deadline := time.Now().Add(waitSpin)
+	if t := now(); spinning(t) {
+		deadline := t + int64(waitSpin)
 		for i := 1; g.pending.Load() != 0; i++ {
 			if i%256 == 0 {
 				runtime.Gosched()
-				if time.Now().After(deadline) {
+				if now() > deadline {
 					break
 				}
 			}
@@ -351,10 +353,17 @@ func (g *group) wait() {
 // Workers.
 
 const (
-	// idleSpin is how long a worker looks for a new job before parking.
-	idleSpin = 100 * time.Microsecond
+	// idleSpin is how long a worker looks for a new job before parking:
+	// long enough to span the gap between two calls of a sequence of
+	// small ops, short enough that an idle process stops using CPU within
+	// a fraction of a millisecond.
+	idleSpin = 50 * time.Microsecond
 	// waitSpin is how long a caller spins for its workers before parking.
-	waitSpin = 200 * time.Microsecond
+	waitSpin = 100 * time.Microsecond
+	// procsRefresh is how often spinning reads GOMAXPROCS again (it can
+	// change: runtime.GOMAXPROCS, or the runtime's own updates to a
+	// changed CPU limit).
+	procsRefresh = 10 * time.Millisecond
 )
 
 // maxWorkers bounds the pool; jobs no worker takes are run by their
@@ -363,26 +372,62 @@ var maxWorkers = 256
 
 // Worker states.
 const (
-	stIdle   int32 = iota // looking for a job (spinning)
-	stParked              // blocked on wake
-	stBusy                // a job was handed over
+	stIdle    int32 = iota // looking for a job (spinning)
+	stParked               // blocked on wake
+	stBusy                 // a job was handed over
+	stRunning              // running a job's work (user code)
+	stExit                 // released: exit
 )
 
 type worker struct {
 	state atomic.Int32
 	job   *job
 	wake  chan struct{}
+	gen   uint64 // the pool generation the worker belongs to
+	dead  bool   // exited (guarded by pool.mu)
 }
 
 var pool struct {
 	mu    sync.Mutex
 	idle  []*worker // LIFO: the most recently active worker first
-	count int
+	count int       // live workers of the current generation
+	gen   uint64    // incremented by Release
+	all   []*worker // live workers of every generation
+	exits sync.Cond // broadcast when a worker exits (L = &mu)
 }
 
+func init() { pool.exits.L = &pool.mu }
+
+// clock0 is the origin of now.
+var clock0 = time.Now()
+
+// now returns the monotonic time in nanoseconds since clock0: one read of
+// the runtime's clock, cheaper than time.Now.
+func now() int64 { return int64(time.Since(clock0)) }
+
+// procs caches runtime.GOMAXPROCS(0), which takes the scheduler's lock:
+// n as read at time at (now's clock), 0 before the first read.
+var procs struct {
+	n  atomic.Int32
+	at atomic.Int64
+}
+
+// readProcs reads GOMAXPROCS; a variable so that tests can count reads.
+var readProcs = func() int { return runtime.GOMAXPROCS(0) }
+
 // spinning reports whether waiting by spinning can help: with a single P
-// the spinner would only delay the goroutine it waits for.
-func spinning() bool { return runtime.GOMAXPROCS(0) > 1 }
+// the spinner would only delay the goroutine it waits for. t is now().
+// GOMAXPROCS is read again at most every procsRefresh.
+func spinning(t int64) bool {
+	at := procs.at.Load()
+	if n := procs.n.Load(); n != 0 && t-at < int64(procsRefresh) {
+		return n > 1
+	}
+	if procs.at.CompareAndSwap(at, t) {
+		procs.n.Store(int32(readProcs()))
+	}
+	return procs.n.Load() > 1
+}
 
 // submit hands j to an idle worker, or a new one while the pool is below
 // maxWorkers; otherwise j waits for its caller to run it.
@@ -391,11 +436,13 @@ func submit(j *job) {
 	var w *worker
 	if n := len(pool.idle); n > 0 {
 		w = pool.idle[n-1]
+		pool.idle[n-1] = nil
 		pool.idle = pool.idle[:n-1]
 	} else if pool.count < maxWorkers {
 		pool.count++
+		w = &worker{wake: make(chan struct{}, 1), gen: pool.gen}
+		pool.all = append(pool.all, w)
 		pool.mu.Unlock()
-		w = &worker{wake: make(chan struct{}, 1)}
 		w.job = j
 		w.state.Store(stBusy)
 		go w.loop()
@@ -411,47 +458,72 @@ func submit(j *job) {
 	}
 }
 
-// loop runs handed-over jobs until a job ends the goroutine (Goexit).
+// loop runs handed-over jobs until the worker is released, or a job ends
+// the goroutine (Goexit).
 func (w *worker) loop() {
-	defer func() {
-		pool.mu.Lock()
-		pool.count--
-		pool.mu.Unlock()
-	}()
+	defer w.exit()
 	for {
 		j := w.job
 		w.job = nil
 		var g *group
 		if j.claim() {
 			g = j.g
+			w.state.Store(stRunning)
 			g.execWorker(j)
 		}
 		// Back to the idle list before the job counts as finished, so
 		// that the caller's next call finds this worker there instead of
-		// starting a new one.
+		// starting a new one; unless the pool was released meanwhile.
 		w.state.Store(stIdle)
 		pool.mu.Lock()
-		pool.idle = append(pool.idle, w)
+		keep := w.gen == pool.gen
+		if keep {
+			pool.idle = append(pool.idle, w)
+		}
 		pool.mu.Unlock()
 		if g != nil {
 			g.finish()
 		}
-		w.await()
+		if !keep || !w.await() {
+			return
+		}
 	}
 }
 
-// await returns once a job has been handed over: it spins for idleSpin,
-// then parks.
-func (w *worker) await() {
-	if spinning() {
-		deadline := time.Now().Add(idleSpin)
+// exit takes the exiting worker out of the pool's books.
+func (w *worker) exit() {
+	pool.mu.Lock()
+	if w.gen == pool.gen {
+		// Only a Goexit in a job ends a worker of the current
+		// generation; it is not in the idle list (it was running).
+		pool.count--
+	}
+	for i, v := range pool.all {
+		if v == w {
+			last := len(pool.all) - 1
+			pool.all[i] = pool.all[last]
+			pool.all[last] = nil
+			pool.all = pool.all[:last]
+			break
+		}
+	}
+	w.dead = true
+	pool.exits.Broadcast()
+	pool.mu.Unlock()
+}
+
+// await waits for a job to be handed over, spinning for up to idleSpin
+// before it parks. It reports false if the worker was released instead.
+func (w *worker) await() bool {
+	if t := now(); spinning(t) {
+		deadline := t + int64(idleSpin)
 		for i := 1; ; i++ {
-			if w.state.Load() == stBusy {
-				return
+			if s := w.state.Load(); s != stIdle {
+				return s == stBusy
 			}
 			if i%256 == 0 {
 				runtime.Gosched()
-				if time.Now().After(deadline) {
+				if now() > deadline {
 					break
 				}
 			}
@@ -460,4 +532,45 @@ func (w *worker) await() {
 	if w.state.CompareAndSwap(stIdle, stParked) {
 		<-w.wake
 	}
+	return w.state.Load() == stBusy
+}
+
+// Release stops the pool's workers, so that an idle process keeps no
+// goroutines of this package (goroutine-leak checkers find none) and the
+// memory of the calls' bookkeeping can be collected. It returns once every
+// worker has exited, except a worker running a job of a call still in
+// progress (in another goroutine, or the call of which Release is part),
+// which exits when its job is done. Later calls start new workers as
+// they need them. Release is safe to call at any time, from any
+// goroutine; calls in progress complete normally.
+func Release() {
+	pool.mu.Lock()
+	pool.gen++
+	for _, w := range pool.idle {
+		if w.state.Swap(stExit) == stParked {
+			w.wake <- struct{}{}
+		}
+	}
+	clear(pool.idle)
+	pool.idle = pool.idle[:0]
+	pool.count = 0
+	// Wait for the workers not running a job now: idle ones exit at
+	// once; ones handed a job that their caller ran itself, or about to
+	// start one, exit once they are back.
+	var waitFor []*worker
+	for _, w := range pool.all {
+		if w.state.Load() != stRunning {
+			waitFor = append(waitFor, w)
+		}
+	}
+	for _, w := range waitFor {
+		for !w.dead {
+			pool.exits.Wait()
+		}
+	}
+	pool.mu.Unlock()
+	groups.mu.Lock()
+	clear(groups.free)
+	groups.free = groups.free[:0]
+	groups.mu.Unlock()
 }

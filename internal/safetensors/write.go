@@ -175,7 +175,10 @@ func Write(w io.Writer, tensors map[string]*tensor.Dense, metadata map[string]st
 	if err != nil {
 		return err
 	}
-	return writeTo(w, header, entries)
+	if err := writeTo(w, header, entries); err != nil {
+		return fmt.Errorf("safetensors: write: %w", err)
+	}
+	return nil
 }
 
 func writeTo(w io.Writer, header []byte, entries []entry) error {
@@ -212,10 +215,7 @@ func writeTo(w io.Writer, header []byte, entries []entry) error {
 		}
 	}
 	// bufio.Writer keeps the first write error and returns it here.
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("safetensors: write: %w", err)
-	}
-	return nil
+	return bw.Flush()
 }
 
 // putElems encodes s little-endian through a fixed chunk of bw's buffer.
@@ -235,47 +235,62 @@ func putElems[T any](bw *bufio.Writer, s []T, size int, put func([]byte, T)) {
 // WriteFile writes tensors and metadata to path atomically: it writes a
 // temporary file in the same directory, syncs it to disk, renames it over
 // path and syncs the directory, so a crash leaves either the old file or
-// the complete new one, never a torn file. The file's mode is 0644.
+// the complete new one, never a torn file. The file's mode is 0644. On
+// error (a full disk, a read-only directory, …) the old file is left as
+// it was, the temporary file is removed, and the error names path. A
+// process killed during the write leaves its temporary file behind, named
+// "." + the file's name + ".tmp" + digits; it is safe to delete.
 func WriteFile(path string, tensors map[string]*tensor.Dense, metadata map[string]string) (err error) {
 	header, entries, err := prepare(tensors, metadata)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("safetensors: writing %s: %w", path, err)
+		}
+	}()
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
-		if err != nil {
+		if err != nil && tmp != "" {
 			f.Close()
 			os.Remove(tmp)
 		}
 	}()
 	if err = writeTo(f, header, entries); err != nil {
-		return fmt.Errorf("%w (writing %s)", err, path)
+		return err
 	}
 	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+		return err
 	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+	if err = syncFile(f); err != nil {
+		return err
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
+		return err
 	}
-	// Make the rename itself durable.
-	d, derr := os.Open(dir)
-	if derr != nil {
-		return fmt.Errorf("safetensors: %w", derr)
+	tmp = "" // nothing to clean up now
+	// Make the rename itself durable. (The new file is in place: an
+	// error here means that a crash could still bring back the old one.)
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	defer d.Close()
-	if derr := d.Sync(); derr != nil {
-		return fmt.Errorf("safetensors: syncing directory %s: %w", dir, derr)
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
 }
+
+// syncFile flushes f to disk; a variable so that tests can make it fail
+// (fsync reports a full disk or an I/O error that the writes did not).
+var syncFile = (*os.File).Sync

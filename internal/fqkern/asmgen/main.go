@@ -1,0 +1,649 @@
+// Command asmgen writes the assembly of package fqkern and the Go
+// declarations of its kernels, with avo: one file pair per ISA tier,
+//
+//	avx2_amd64.s,   avx2_amd64.go    AVX2: blocks of 2 and 1 YMM vectors,
+//	                                 then the row's tail one element at a
+//	                                 time with the scalar instructions
+//	avx512_amd64.s, avx512_amd64.go  AVX-512: blocks of 2 and 1 ZMM
+//	                                 vectors, then the tail under a mask
+//
+// from one description of each kernel's element operations (fwd, grad,
+// adj for float32 and float64). Every element gets the same IEEE
+// operations on every tier (compares made into all-ones lanes, bitwise
+// AND/OR/ANDN on them), so the tiers give the same bits. Run it with go
+// generate in internal/fqkern; the output is deterministic.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/pass"
+	"github.com/mmcloughlin/avo/printer"
+	"github.com/mmcloughlin/avo/reg"
+	"github.com/mmcloughlin/avo/x86"
+)
+
+func main() {
+	dir := flag.String("dir", ".", "directory to write the files to")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("asmgen: ")
+	for _, f := range files {
+		asm, stubs, err := generate(f.zmm)
+		if err != nil {
+			log.Fatalf("%s: %+v", f.name, err)
+		}
+		write(filepath.Join(*dir, f.name+"_amd64.s"), asm)
+		write(filepath.Join(*dir, f.name+"_amd64.go"), stubs)
+	}
+}
+
+var files = []struct {
+	name string
+	zmm  bool
+}{
+	{"avx2", false},
+	{"avx512", true},
+}
+
+func write(path string, data []byte) {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func generate(zmm bool) (asm, stubs []byte, err error) {
+	ctx := build.NewContext()
+	ctx.ConstraintExpr("amd64,!noasm,!gccgo,!safe")
+	g := &gen{Context: ctx, zmm: zmm, tier: "AVX2", w: 32}
+	if zmm {
+		g.tier, g.w = "AVX512", 64
+	}
+	for _, size := range []int{4, 8} {
+		g.size = size
+		fwd(g, false)
+		fwd(g, true)
+		grad(g)
+		adj(g)
+	}
+	f, err := ctx.Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := printer.Config{Argv: []string{"go", "run", "./asmgen"}, Pkg: "fqkern"}
+	var a, s bytes.Buffer
+	p := pass.Concat(pass.Compile,
+		&pass.Output{Writer: nopCloser{&a}, Printer: printer.NewGoAsm(cfg)},
+		&pass.Output{Writer: nopCloser{&s}, Printer: printer.NewStubs(cfg)})
+	if err := p.Execute(f); err != nil {
+		return nil, nil, err
+	}
+	return a.Bytes(), s.Bytes(), nil
+}
+
+type nopCloser struct{ *bytes.Buffer }
+
+func (nopCloser) Close() error { return nil }
+
+// gen is an avo context writing one tier's kernels for one element size.
+type gen struct {
+	*build.Context
+	zmm  bool
+	tier string
+	w    int // vector bytes
+	size int // element bytes
+
+	masked  bool // emitting the masked tail: memory operands load under K7
+	scratch int  // next scratch register of the masked tail
+}
+
+var (
+	ktail = reg.K7 // the tail's elements
+	khigh = reg.K6 // the tail's elements in the upper half (float32 sums)
+	kcmp  = reg.K1 // compare results
+)
+
+func (g *gen) lanes() int { return g.w / g.size }
+
+func (g *gen) sfx() string {
+	if g.size == 4 {
+		return "32"
+	}
+	return "64"
+}
+
+func mem(base reg.Register, disp int) operand.Mem { return operand.Mem{Base: base, Disp: disp} }
+
+func memi(base, index reg.Register, scale uint8, disp int) operand.Mem {
+	return operand.Mem{Base: base, Index: index, Scale: scale, Disp: disp}
+}
+
+func imm(v int) operand.Constant {
+	if v >= 0 && v < 256 {
+		return operand.U8(v)
+	}
+	return operand.U32(v)
+}
+
+func lbl(name string) operand.LabelRef { return operand.LabelRef(name) }
+
+// emit adds an instruction built by an x86 constructor.
+func (g *gen) emit(i *ir.Instruction, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("%v", err))
+	}
+	g.Instruction(i)
+}
+
+type ctor = func(...operand.Op) (*ir.Instruction, error)
+
+// fx adapts an x86 constructor of fixed arity to a ctor.
+func fx(f any) ctor {
+	fv := reflect.ValueOf(f)
+	return func(ops ...operand.Op) (*ir.Instruction, error) {
+		in := make([]reflect.Value, len(ops))
+		for i, o := range ops {
+			in[i] = reflect.ValueOf(&o).Elem()
+		}
+		out := fv.Call(in)
+		err, _ := out[1].Interface().(error)
+		return out[0].Interface().(*ir.Instruction), err
+	}
+}
+
+// packed returns the packed-vector constructor of an operation for the
+// element size (ps for float32, pd for float64).
+func (g *gen) packed(ps, pd ctor) ctor {
+	if g.size == 4 {
+		return ps
+	}
+	return pd
+}
+
+// src returns a memory operand for the body: itself, or in the masked tail
+// a scratch register loaded from it under the mask k with zeroing.
+func (g *gen) src(m operand.Mem) operand.Op { return g.srck(m, ktail) }
+
+func (g *gen) srck(m operand.Mem, k reg.Register) operand.Op {
+	if !g.masked {
+		return m
+	}
+	r := zreg(16 + g.scratch)
+	g.scratch++
+	if g.size == 4 || k == khigh {
+		g.emit(x86.VMOVUPS_Z(m, k, r))
+	} else {
+		g.emit(x86.VMOVUPD_Z(m, k, r))
+	}
+	return r
+}
+
+// srcPD is src for float64 data (the float32 kernels' sums).
+func (g *gen) srcPD(m operand.Mem, k reg.Register) operand.Op {
+	if !g.masked {
+		return m
+	}
+	r := zreg(16 + g.scratch)
+	g.scratch++
+	g.emit(x86.VMOVUPD_Z(m, k, r))
+	return r
+}
+
+// store writes v to m (under the tail mask in the masked tail).
+func (g *gen) store(v operand.Op, m operand.Mem) {
+	op := g.packed(x86.VMOVUPS, x86.VMOVUPD)
+	if g.masked {
+		g.emit(op(v, ktail, m))
+	} else {
+		g.emit(op(v, m))
+	}
+}
+
+func (g *gen) storePD(v operand.Op, k reg.Register, m operand.Mem) {
+	if g.masked {
+		g.emit(x86.VMOVUPD(v, k, m))
+	} else {
+		g.emit(x86.VMOVUPD(v, m))
+	}
+}
+
+// cmp sets vector dst to all-ones lanes where b (p) a (Go operand order:
+// VCMPPS $p, a, b, dst), zeros elsewhere; AVX-512 goes through kcmp.
+func (g *gen) cmp(p int, a, b, dst operand.Op) {
+	op := g.packed(x86.VCMPPS, x86.VCMPPD)
+	if !g.zmm {
+		g.emit(op(imm(p), a, b, dst))
+		return
+	}
+	g.emit(op(imm(p), a, b, kcmp))
+	if g.size == 4 {
+		g.emit(x86.VPMOVM2D(kcmp, dst))
+	} else {
+		g.emit(x86.VPMOVM2Q(kcmp, dst))
+	}
+}
+
+func zreg(i int) reg.VecPhysical { return zregs[i] }
+
+var (
+	xregs = []reg.VecPhysical{reg.X0, reg.X1, reg.X2, reg.X3, reg.X4, reg.X5, reg.X6, reg.X7, reg.X8, reg.X9, reg.X10, reg.X11, reg.X12, reg.X13, reg.X14, reg.X15}
+	yregs = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7, reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
+	zregs = []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
+		reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
+)
+
+// vec is vector register i of the tier; half(i) is its lower half.
+func (g *gen) vec(i int) reg.VecPhysical {
+	if g.zmm {
+		return zregs[i]
+	}
+	return yregs[i]
+}
+
+func (g *gen) half(i int) reg.VecPhysical {
+	if g.zmm {
+		return yregs[i]
+	}
+	return xregs[i]
+}
+
+// fn starts a NOSPLIT function with a Go signature and its doc comment.
+func (g *gen) fn(name, sig string, doc ...string) string {
+	name += g.sfx() + g.tier
+	g.Function(name)
+	g.Attributes(attr.NOSPLIT)
+	g.SignatureExpr(sig)
+	g.Pragma("noescape")
+	g.Doc(append([]string{name + " " + doc[0]}, doc[1:]...)...)
+	return name
+}
+
+func (g *gen) args(pairs ...any) {
+	for i := 0; i < len(pairs); i += 2 {
+		b, err := g.Param(pairs[i].(string)).Resolve()
+		if err != nil {
+			panic(err)
+		}
+		g.MOVQ(b.Addr, pairs[i+1].(reg.Register))
+	}
+}
+
+// tailMask sets K7 (and K6, its upper half for float32) to the n mod lanes
+// tail elements of a row, from n at the parameter "n"; clobbers CX, R12.
+func (g *gen) tailMask() {
+	if !g.zmm {
+		return
+	}
+	b, err := g.Param("n").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	g.MOVQ(b.Addr, reg.RCX)
+	g.ANDL(imm(g.lanes()-1), reg.ECX)
+	g.MOVL(operand.U32(1), reg.R12L)
+	g.SHLL(reg.CL, reg.R12L)
+	g.DECL(reg.R12L)
+	if g.size == 4 {
+		g.KMOVW(reg.R12L, ktail)
+		g.KSHIFTRW(imm(8), ktail, khigh)
+	} else {
+		g.KMOVB(reg.R12L, ktail)
+	}
+}
+
+// loops emits the row loop of a kernel: per row, reset (table pointers),
+// then blocks of 2 and 1 vectors, body(off, r) with registers from r,
+// advancing the streams by the block and the table streams; then the
+// tail: AVX2's scalar loop (scalar, advancing by one element), AVX-512's
+// masked body (streams advanced by R12 elements).
+func (g *gen) loops(name string, reset func(), body func(off, r int), advance func(bytes int), streams []reg.Register, scalar func()) {
+	L := g.lanes()
+	row, x2, x1, t1, next := name+"row", name+"x2", name+"x1", name+"tail", name+"next"
+	g.Label(row)
+	reset()
+	g.MOVQ(reg.RCX, reg.R12)
+	g.Label(x2)
+	g.CMPQ(reg.R12, imm(2*L))
+	g.JLT(lbl(x1))
+	body(0, 0)
+	body(g.w, 6)
+	advance(2 * g.w)
+	g.SUBQ(imm(2*L), reg.R12)
+	g.JMP(lbl(x2))
+	g.Label(x1)
+	g.CMPQ(reg.R12, imm(L))
+	g.JLT(lbl(t1))
+	body(0, 0)
+	advance(g.w)
+	g.SUBQ(imm(L), reg.R12)
+	g.Label(t1)
+	g.TESTQ(reg.R12, reg.R12)
+	g.JZ(lbl(next))
+	if !g.zmm {
+		scalar()
+		advance(g.size)
+		g.DECQ(reg.R12)
+		g.JMP(lbl(t1))
+	} else {
+		g.masked, g.scratch = true, 0
+		body(0, 0)
+		g.masked = false
+		for _, s := range streams {
+			g.LEAQ(memi(s, reg.R12, uint8(g.size), 0), s)
+		}
+	}
+	g.Label(next)
+	g.DECQ(reg.RDX)
+	g.JNZ(lbl(row))
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// fwd writes fwdNN / fwdDivNN.
+func fwd(g *gen, div bool) {
+	name, what := "fwd", "the multiplying forward (zero channels masked by the keep row)"
+	if div {
+		name, what = "fwdDiv", "the dividing forward (Vars)"
+	}
+	g.fn(name, fmt.Sprintf("func(y, x, tab *float%d, l, n, rows int)", 8*g.size),
+		"is "+what+": v = min(x, nmax) (x when NaN), v = max(v, nmin),",
+		"y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.")
+	g.tailMask()
+	g.args("y", reg.RDI, "x", reg.RSI, "tab", reg.R8, "l", reg.RAX)
+	if g.size == 4 {
+		g.SHLQ(imm(2), reg.RAX)
+	} else {
+		g.SHLQ(imm(3), reg.RAX)
+	}
+	g.args("n", reg.RCX, "rows", reg.RDX)
+	g.LEAQ(memi(reg.RAX, reg.RAX, 2, 0), reg.RBX)
+	g.LEAQ(memi(reg.RAX, reg.RAX, 4, 0), reg.R9)
+	half := g.vec(15)
+	if g.size == 4 {
+		g.MOVL(operand.U32(0x3f000000), reg.R10L)
+		g.VMOVD(reg.R10L, reg.X15)
+		g.VBROADCASTSS(reg.X15, half)
+	} else {
+		g.MOVQ(operand.U64(0x3fe0000000000000), reg.R10)
+		g.VMOVQ(reg.R10, reg.X15)
+		g.VBROADCASTSD(reg.X15, half)
+	}
+	if div {
+		g.MOVQ(reg.RAX, reg.R13)
+		g.SHLQ(imm(2), reg.R13)
+	} else {
+		g.LEAQ(memi(reg.RAX, reg.RAX, 1, 0), reg.R13)
+	}
+	op := g.packed(x86.VMULPS, x86.VMULPD)
+	sop := x86.VMULSS
+	if div {
+		op = g.packed(x86.VDIVPS, x86.VDIVPD)
+		sop = x86.VDIVSS
+		if g.size == 8 {
+			sop = x86.VDIVSD
+		}
+	} else if g.size == 8 {
+		sop = x86.VMULSD
+	}
+	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
+	body := func(off, r int) {
+		V, N, T := g.vec(r), g.vec(r+1), g.vec(r+2)
+		if off != 0 { // second vector of the pair: the AVX2 code's Y3..Y5
+			V, N, T = g.vec(3), g.vec(4), g.vec(5)
+		}
+		g.emit(P(x86.VMOVUPS, x86.VMOVUPD)(g.src(memi(reg.R11, reg.RAX, 1, off)), T))
+		g.emit(P(x86.VMINPS, x86.VMINPD)(g.src(mem(reg.RSI, off)), T, V))
+		g.emit(P(x86.VMOVUPS, x86.VMOVUPD)(g.src(mem(reg.R11, off)), N))
+		g.emit(P(x86.VMAXPS, x86.VMAXPD)(V, N, V))
+		g.emit(P(x86.VSUBPS, x86.VSUBPD)(N, V, V))
+		g.emit(op(g.src(memi(reg.R11, reg.R13, 1, off)), V, V))
+		g.emit(P(x86.VSUBPS, x86.VSUBPD)(g.src(memi(reg.R11, reg.RBX, 1, off)), V, V))
+		g.emit(P(x86.VADDPS, x86.VADDPD)(half, V, V))
+		if g.zmm {
+			g.emit(P(fx(fx(x86.VRNDSCALEPS)), fx(x86.VRNDSCALEPD))(imm(1), V, V))
+		} else {
+			g.emit(P(fx(fx(x86.VROUNDPS)), fx(x86.VROUNDPD))(imm(1), V, V))
+		}
+		g.emit(P(x86.VMULPS, x86.VMULPD)(g.src(memi(reg.R11, reg.RAX, 4, off)), V, V))
+		g.emit(P(x86.VANDPS, x86.VANDPD)(g.src(memi(reg.R11, reg.R9, 1, off)), V, V))
+		g.store(V, mem(reg.RDI, off))
+	}
+	scalar := func() {
+		S := func(ss, sd ctor) ctor {
+			if g.size == 4 {
+				return ss
+			}
+			return sd
+		}
+		X0, X1, X2 := reg.X0, reg.X1, reg.X2
+		g.emit(S(x86.VMOVSS, x86.VMOVSD)(memi(reg.R11, reg.RAX, 1, 0), X2))
+		g.emit(S(x86.VMINSS, x86.VMINSD)(mem(reg.RSI, 0), X2, X0))
+		g.emit(S(x86.VMOVSS, x86.VMOVSD)(mem(reg.R11, 0), X1))
+		g.emit(S(x86.VMAXSS, x86.VMAXSD)(X0, X1, X0))
+		g.emit(S(x86.VSUBSS, x86.VSUBSD)(X1, X0, X0))
+		g.emit(sop(memi(reg.R11, reg.R13, 1, 0), X0, X0))
+		g.emit(S(x86.VSUBSS, x86.VSUBSD)(memi(reg.R11, reg.RBX, 1, 0), X0, X0))
+		g.emit(S(x86.VADDSS, x86.VADDSD)(reg.X15, X0, X0))
+		g.emit(S(fx(fx(x86.VROUNDSS)), fx(x86.VROUNDSD))(imm(1), X0, X0, X0))
+		g.emit(S(x86.VMULSS, x86.VMULSD)(memi(reg.R11, reg.RAX, 4, 0), X0, X0))
+		g.emit(S(x86.VMOVSS, x86.VMOVSD)(memi(reg.R11, reg.R9, 1, 0), X2))
+		g.emit(P(x86.VANDPS, x86.VANDPD)(X2, X0, X0))
+		g.emit(S(x86.VMOVSS, x86.VMOVSD)(X0, mem(reg.RDI, 0)))
+	}
+	g.loops(name+g.sfx(), func() { g.MOVQ(reg.R8, reg.R11) }, body, func(b int) {
+		g.ADDQ(imm(b), reg.RSI)
+		g.ADDQ(imm(b), reg.RDI)
+		g.ADDQ(imm(b), reg.R11)
+	}, []reg.Register{reg.RSI, reg.RDI}, scalar)
+}
+
+// masks emits the in/below/above masks of a block: x in V0, lo V2, hi V3;
+// in = ((x >= lo) & (x <= hi)) | pass into V4 (V5 clobbered), below =
+// x < lo into V2, above = (x > hi) &^ below into V3.
+func (g *gen) masks(r, off int, pass func(off int) operand.Op, inAnd func(in reg.VecPhysical)) {
+	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
+	V := func(i int) reg.VecPhysical { return g.vec(r + i) }
+	g.cmp(0x0D, V(2), V(0), V(4))
+	g.cmp(0x02, V(3), V(0), V(5))
+	g.emit(P(x86.VANDPS, x86.VANDPD)(V(5), V(4), V(4)))
+	g.emit(P(x86.VORPS, x86.VORPD)(pass(off), V(4), V(4)))
+	inAnd(V(4))
+	g.cmp(0x01, V(2), V(0), V(2))
+	g.cmp(0x0E, V(3), V(0), V(3))
+	g.emit(P(x86.VANDNPS, x86.VANDNPD)(V(3), V(2), V(3)))
+}
+
+func grad(g *gen) {
+	t := fmt.Sprintf("float%d", 8*g.size)
+	g.fn("grad", fmt.Sprintf("func(bi, gs, x, tab *%s, l, n, rows int, acc *float64)", t),
+		"is the gradient: in = (x >= lo & x <= hi) | pass, bi = g & in;",
+		"below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)",
+		"and l further (above) add g & below and g & above.")
+	g.tailMask()
+	g.args("bi", reg.RDI, "gs", reg.R13, "x", reg.RSI, "tab", reg.R8, "l", reg.RAX, "n", reg.RCX, "rows", reg.RDX, "acc", reg.R14)
+	if g.size == 4 {
+		g.MOVQ(reg.RAX, reg.RBX)
+		g.SHLQ(imm(3), reg.RBX)
+		g.SHLQ(imm(2), reg.RAX)
+	} else {
+		g.SHLQ(imm(3), reg.RAX)
+	}
+	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
+	body := func(off, r int) {
+		V := func(i int) reg.VecPhysical { return g.vec(r + i) }
+		mov := P(x86.VMOVUPS, x86.VMOVUPD)
+		g.emit(mov(g.src(mem(reg.RSI, off)), V(0)))
+		g.emit(mov(g.src(mem(reg.R13, off)), V(1)))
+		g.emit(mov(g.src(mem(reg.R11, off)), V(2)))
+		g.emit(mov(g.src(memi(reg.R11, reg.RAX, 1, off)), V(3)))
+		g.masks(r, off, func(off int) operand.Op { return g.src(memi(reg.R11, reg.RAX, 2, off)) }, func(in reg.VecPhysical) {
+			g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), in, in))
+			g.store(in, mem(reg.RDI, off))
+		})
+		g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), V(2), V(2)))
+		g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), V(3), V(3)))
+		if g.size == 8 {
+			g.emit(x86.VADDPD(g.src(mem(reg.R10, off)), V(2), V(2)))
+			g.emit(x86.VADDPD(g.src(memi(reg.R10, reg.RAX, 1, off)), V(3), V(3)))
+			g.store(V(2), mem(reg.R10, off))
+			g.store(V(3), memi(reg.R10, reg.RAX, 1, off))
+			return
+		}
+		// float32: widen each half to float64 lanes.
+		a := 2 * off
+		for _, s := range []struct {
+			v     int
+			index reg.Register
+		}{{2, nil}, {3, reg.RBX}} {
+			at := func(d int) operand.Mem {
+				if s.index == nil {
+					return mem(reg.R10, a+d)
+				}
+				return memi(reg.R10, s.index, 1, a+d)
+			}
+			g.emit(x86.VCVTPS2PD(g.half(r+s.v), V(4)))
+			if g.zmm {
+				g.emit(x86.VEXTRACTF32X8(imm(1), V(s.v), g.half(r+s.v)))
+			} else {
+				g.emit(x86.VEXTRACTF128(imm(1), V(s.v), g.half(r+s.v)))
+			}
+			g.emit(x86.VCVTPS2PD(g.half(r+s.v), V(5)))
+			g.emit(x86.VADDPD(g.srcPD(at(0), ktail), V(4), V(4)))
+			g.emit(x86.VADDPD(g.srcPD(at(g.w), khigh), V(5), V(5)))
+			g.storePD(V(4), ktail, at(0))
+			g.storePD(V(5), khigh, at(g.w))
+		}
+	}
+	scalar := func() {
+		S := func(ss, sd ctor) ctor {
+			if g.size == 4 {
+				return ss
+			}
+			return sd
+		}
+		X := func(i int) reg.VecPhysical { return xregs[i] }
+		mov := S(x86.VMOVSS, x86.VMOVSD)
+		cmp := S(x86.VCMPSS, x86.VCMPSD)
+		and, or, andn := P(x86.VANDPS, x86.VANDPD), P(x86.VORPS, x86.VORPD), P(x86.VANDNPS, x86.VANDNPD)
+		g.emit(mov(mem(reg.RSI, 0), X(0)))
+		g.emit(mov(mem(reg.R13, 0), X(1)))
+		g.emit(mov(mem(reg.R11, 0), X(2)))
+		g.emit(mov(memi(reg.R11, reg.RAX, 1, 0), X(3)))
+		g.emit(cmp(imm(0x0D), X(2), X(0), X(4)))
+		g.emit(cmp(imm(0x02), X(3), X(0), X(5)))
+		g.emit(and(X(5), X(4), X(4)))
+		g.emit(mov(memi(reg.R11, reg.RAX, 2, 0), X(5)))
+		g.emit(or(X(5), X(4), X(4)))
+		g.emit(and(X(1), X(4), X(4)))
+		g.emit(mov(X(4), mem(reg.RDI, 0)))
+		g.emit(cmp(imm(0x01), X(2), X(0), X(2)))
+		g.emit(cmp(imm(0x0E), X(3), X(0), X(3)))
+		g.emit(andn(X(3), X(2), X(3)))
+		g.emit(and(X(1), X(2), X(2)))
+		g.emit(and(X(1), X(3), X(3)))
+		if g.size == 4 {
+			g.emit(x86.VCVTSS2SD(X(2), X(2), X(4)))
+			g.emit(x86.VADDSD(mem(reg.R10, 0), X(4), X(4)))
+			g.emit(x86.VMOVSD(X(4), mem(reg.R10, 0)))
+			g.emit(x86.VCVTSS2SD(X(3), X(3), X(5)))
+			g.emit(x86.VADDSD(memi(reg.R10, reg.RBX, 1, 0), X(5), X(5)))
+			g.emit(x86.VMOVSD(X(5), memi(reg.R10, reg.RBX, 1, 0)))
+		} else {
+			g.emit(x86.VADDSD(mem(reg.R10, 0), X(2), X(2)))
+			g.emit(x86.VMOVSD(X(2), mem(reg.R10, 0)))
+			g.emit(x86.VADDSD(memi(reg.R10, reg.RAX, 1, 0), X(3), X(3)))
+			g.emit(x86.VMOVSD(X(3), memi(reg.R10, reg.RAX, 1, 0)))
+		}
+	}
+	g.loops("grad"+g.sfx(), func() {
+		g.MOVQ(reg.R8, reg.R11)
+		g.MOVQ(reg.R14, reg.R10)
+	}, body, func(b int) {
+		g.ADDQ(imm(b), reg.RSI)
+		g.ADDQ(imm(b), reg.R13)
+		g.ADDQ(imm(b), reg.RDI)
+		g.ADDQ(imm(b), reg.R11)
+		g.ADDQ(imm(b*8/g.size), reg.R10)
+	}, []reg.Register{reg.RSI, reg.R13, reg.RDI}, scalar)
+}
+
+func adj(g *gen) {
+	t := fmt.Sprintf("float%d", 8*g.size)
+	g.fn("adj", fmt.Sprintf("func(out, dbi, x, tab *%s, l, n, rows int)", t),
+		"is the adjoint: out = (dbi & in) | (dmin & below) | (dmax & above),",
+		"the masks as for grad.")
+	g.tailMask()
+	g.args("out", reg.RDI, "dbi", reg.R13, "x", reg.RSI, "tab", reg.R8, "l", reg.RAX)
+	if g.size == 4 {
+		g.SHLQ(imm(2), reg.RAX)
+	} else {
+		g.SHLQ(imm(3), reg.RAX)
+	}
+	g.args("n", reg.RCX, "rows", reg.RDX)
+	g.LEAQ(memi(reg.RAX, reg.RAX, 2, 0), reg.RBX)
+	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
+	body := func(off, r int) {
+		V := func(i int) reg.VecPhysical { return g.vec(r + i) }
+		mov := P(x86.VMOVUPS, x86.VMOVUPD)
+		and, or := P(x86.VANDPS, x86.VANDPD), P(x86.VORPS, x86.VORPD)
+		g.emit(mov(g.src(mem(reg.RSI, off)), V(0)))
+		g.emit(mov(g.src(mem(reg.R11, off)), V(2)))
+		g.emit(mov(g.src(memi(reg.R11, reg.RAX, 1, off)), V(3)))
+		g.masks(r, off, func(off int) operand.Op { return g.src(memi(reg.R11, reg.RAX, 2, off)) }, func(in reg.VecPhysical) {
+			g.emit(and(g.src(mem(reg.R13, off)), in, in))
+		})
+		g.emit(and(g.src(memi(reg.R11, reg.RBX, 1, off)), V(2), V(2)))
+		g.emit(and(g.src(memi(reg.R11, reg.RAX, 4, off)), V(3), V(3)))
+		g.emit(or(V(2), V(4), V(4)))
+		g.emit(or(V(3), V(4), V(4)))
+		g.store(V(4), mem(reg.RDI, off))
+	}
+	scalar := func() {
+		S := func(ss, sd ctor) ctor {
+			if g.size == 4 {
+				return ss
+			}
+			return sd
+		}
+		X := func(i int) reg.VecPhysical { return xregs[i] }
+		mov := S(x86.VMOVSS, x86.VMOVSD)
+		cmp := S(x86.VCMPSS, x86.VCMPSD)
+		and, or, andn := P(x86.VANDPS, x86.VANDPD), P(x86.VORPS, x86.VORPD), P(x86.VANDNPS, x86.VANDNPD)
+		g.emit(mov(mem(reg.RSI, 0), X(0)))
+		g.emit(mov(mem(reg.R11, 0), X(2)))
+		g.emit(mov(memi(reg.R11, reg.RAX, 1, 0), X(3)))
+		g.emit(cmp(imm(0x0D), X(2), X(0), X(4)))
+		g.emit(cmp(imm(0x02), X(3), X(0), X(5)))
+		g.emit(and(X(5), X(4), X(4)))
+		g.emit(mov(memi(reg.R11, reg.RAX, 2, 0), X(5)))
+		g.emit(or(X(5), X(4), X(4)))
+		g.emit(mov(mem(reg.R13, 0), X(5)))
+		g.emit(and(X(5), X(4), X(4)))
+		g.emit(cmp(imm(0x01), X(2), X(0), X(2)))
+		g.emit(cmp(imm(0x0E), X(3), X(0), X(3)))
+		g.emit(andn(X(3), X(2), X(3)))
+		g.emit(mov(memi(reg.R11, reg.RBX, 1, 0), X(5)))
+		g.emit(and(X(5), X(2), X(2)))
+		g.emit(mov(memi(reg.R11, reg.RAX, 4, 0), X(5)))
+		g.emit(and(X(5), X(3), X(3)))
+		g.emit(or(X(2), X(4), X(4)))
+		g.emit(or(X(3), X(4), X(4)))
+		g.emit(mov(X(4), mem(reg.RDI, 0)))
+	}
+	g.loops("adj"+g.sfx(), func() { g.MOVQ(reg.R8, reg.R11) }, body, func(b int) {
+		g.ADDQ(imm(b), reg.RSI)
+		g.ADDQ(imm(b), reg.R13)
+		g.ADDQ(imm(b), reg.RDI)
+		g.ADDQ(imm(b), reg.R11)
+	}, []reg.Register{reg.RSI, reg.R13, reg.RDI}, scalar)
+}
