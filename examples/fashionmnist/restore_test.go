@@ -79,12 +79,8 @@ func toLegacy(md map[string]string) {
 // loader state) still resumes, bit-identical with a straight run; one with
 // neither, or with a malformed position, is an error naming the problem.
 func TestResumeCheckpointFormats(t *testing.T) {
-	a, b := t.TempDir(), t.TempDir()
-	var outA, outB, errs bytes.Buffer
-	ca := smallConfig(a, 2)
-	if err := run(ca, &outA, &errs); err != nil {
-		t.Fatal(err)
-	}
+	ca := smallConfig(t.TempDir(), 2)
+	la := mustRun(t, ca)
 	_, md, err := safetensors.ReadFile(ca.checkpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +96,9 @@ func TestResumeCheckpointFormats(t *testing.T) {
 		}
 	}
 
-	cb := smallConfig(b, 2)
+	cb := smallConfig(t.TempDir(), 2)
 	cb.stopAfter = 1
-	if err := run(cb, &outB, &errs); err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, cb)
 	saved, savedMeta, err := safetensors.ReadFile(cb.checkpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +132,8 @@ func TestResumeCheckpointFormats(t *testing.T) {
 	} {
 		restoreSaved()
 		rewriteMeta(t, cb.checkpoint, c.edit)
-		err := run(cb, &outB, &errs)
+		var out, errs bytes.Buffer
+		err := run(cb, &out, &errs)
 		if err == nil || !strings.Contains(err.Error(), "resume") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want a resume error saying %q", c.name, err, c.want)
 		}
@@ -146,11 +141,7 @@ func TestResumeCheckpointFormats(t *testing.T) {
 
 	restoreSaved()
 	rewriteMeta(t, cb.checkpoint, toLegacy)
-	outB.Reset()
-	if err := run(cb, &outB, &errs); err != nil {
-		t.Fatalf("resuming an earlier-format checkpoint: %v", err)
-	}
-	if la, lb := lastLine(outA.String()), lastLine(outB.String()); la != lb || !strings.HasPrefix(la, "test accuracy: 0.") {
+	if lb := mustRun(t, cb); la != lb || !strings.HasPrefix(la, "test accuracy: 0.") {
 		t.Fatalf("straight run %q, resumed from the earlier format %q", la, lb)
 	}
 	sameCheckpoints(t, "resumed from the earlier format", ca.checkpoint, cb.checkpoint)
