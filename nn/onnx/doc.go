@@ -128,6 +128,6 @@
 // nodes with the Builder: In and InPerm give the input in the Go order or
 // another layout, Node adds an ONNX node, Float32 and Param add
 // initializers, Module exports a sub-module, Out and OutPerm make the
-// output. The rules of package nn's layers (rules.go) are written the same
-// way.
+// output. The rules of package nn's layers (rules.go, rules_pool_norm.go)
+// are written the same way.
 package onnx
