@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"math"
 	"math/rand"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/tapegrad/tapegrad/autodiff"
-	"github.com/tapegrad/tapegrad/internal/safetensors"
 	"github.com/tapegrad/tapegrad/nn"
 )
 
@@ -92,41 +90,16 @@ func TestSmoothLoss(t *testing.T) {
 // smoothing, a run interrupted after epoch 1 and resumed ends with the
 // same weights and accuracy as a straight run.
 func TestTrainResumeAugmented(t *testing.T) {
-	a, b := t.TempDir(), t.TempDir()
-	var outA, outB, errs bytes.Buffer
-	ca := smallConfig(a, 2)
+	ca := smallConfig(t.TempDir(), 2)
 	ca.pad, ca.flip, ca.smooth = 2, true, 0.1
-	if err := run(ca, &outA, &errs); err != nil {
-		t.Fatal(err)
-	}
-	cb := smallConfig(b, 2)
+	la := mustRun(t, ca)
+	cb := smallConfig(t.TempDir(), 2)
 	cb.pad, cb.flip, cb.smooth = 2, true, 0.1
 	cb.stopAfter = 1
-	if err := run(cb, &outB, &errs); err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, cb)
 	cb.stopAfter, cb.resume = 0, true
-	if err := run(cb, &outB, &errs); err != nil {
-		t.Fatal(err)
-	}
-	if la, lb := lastLine(outA.String()), lastLine(outB.String()); la != lb || !strings.HasPrefix(la, "test accuracy: 0.") {
+	if lb := mustRun(t, cb); la != lb || !strings.HasPrefix(la, "test accuracy: 0.") {
 		t.Fatalf("straight run %q, resumed run %q", la, lb)
 	}
-	ta, _, err := safetensors.ReadFile(ca.checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, _, err := safetensors.ReadFile(cb.checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ta) == 0 || len(ta) != len(tb) {
-		t.Fatalf("checkpoints hold %d and %d tensors", len(ta), len(tb))
-	}
-	for name, x := range ta {
-		y := tb[name]
-		if y == nil || x.Dtype() != y.Dtype() || (x.Dtype() == tensor.Float32 && !bytes.Equal(rawBytes(x.Float32s()), rawBytes(y.Float32s()))) {
-			t.Fatalf("tensor %s differs after resume", name)
-		}
-	}
+	sameCheckpoints(t, "resumed", ca.checkpoint, cb.checkpoint)
 }
