@@ -367,8 +367,11 @@ func (l *Loader) StateName() string {
 }
 
 // SaveState returns the loader's position (State) as checkpoint entries:
-// "seed", "epoch" and "pos", with "examples" and "batch_size", which
-// CheckState compares with the loader it restores.
+// "seed", "epoch" and "pos", with "examples" and "batch_size" (the global
+// batch: BatchSize·Ranks for a rank's shard), which CheckState compares
+// with the loader it restores. So a data-parallel run can resume on
+// another number of ranks with the same global batch (and one process
+// with BatchSize·Ranks), from the same global position.
 func (l *Loader) SaveState() (map[string]string, error) {
 	s := l.State()
 	return map[string]string{
@@ -376,7 +379,7 @@ func (l *Loader) SaveState() (map[string]string, error) {
 		"epoch":      strconv.Itoa(s.Epoch),
 		"pos":        strconv.Itoa(s.Pos),
 		"examples":   strconv.Itoa(l.n),
-		"batch_size": strconv.Itoa(l.opts.BatchSize),
+		"batch_size": strconv.Itoa(l.global()),
 	}, nil
 }
 
@@ -399,9 +402,9 @@ func (l *Loader) parseState(m map[string]string) (LoaderState, error) {
 	if err != nil {
 		return s, fmt.Errorf("Loader: checkpoint state \"seed\" = %q: %w", m["seed"], err)
 	}
-	if ints["examples"] != l.n || ints["batch_size"] != l.opts.BatchSize {
-		return s, fmt.Errorf("Loader: checkpoint state is of a loader over %d examples in batches of %d; this one has %d in batches of %d",
-			ints["examples"], ints["batch_size"], l.n, l.opts.BatchSize)
+	if ints["examples"] != l.n || ints["batch_size"] != l.global() {
+		return s, fmt.Errorf("Loader: checkpoint state is of a loader over %d examples in (global) batches of %d; this one has %d in batches of %d",
+			ints["examples"], ints["batch_size"], l.n, l.global())
 	}
 	s = LoaderState{Seed: seed, Epoch: ints["epoch"], Pos: ints["pos"]}
 	if err := l.checkState(s); err != nil {
@@ -411,8 +414,8 @@ func (l *Loader) parseState(m map[string]string) (LoaderState, error) {
 }
 
 // CheckState reports whether LoadState would accept the entries: saved
-// by SaveState of a loader over as many examples in batches of the same
-// size, at a valid position. It changes nothing.
+// by SaveState of a loader over as many examples in global batches of the
+// same size, at a valid position. It changes nothing.
 func (l *Loader) CheckState(m map[string]string) error {
 	_, err := l.parseState(m)
 	return err

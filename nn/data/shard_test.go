@@ -174,3 +174,58 @@ func TestShardedLoaderAugment(t *testing.T) {
 		t.Fatal("no shard image was augmented")
 	}
 }
+
+// TestShardedLoaderStateAcrossRanks: a shard's checkpoint state records
+// the global batch, so it restores a loader on another number of ranks
+// (or one process) with the same global batch, which then continues with
+// the same global batches; a different global batch is refused.
+func TestShardedLoaderStateAcrossRanks(t *testing.T) {
+	const n = 23
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = float32(i)
+	}
+	x, err := tensorx.New([]int{n, 1}, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(b, r, ranks int) *Loader {
+		l, err := NewLoader(x, nil, LoaderOptions{BatchSize: b, Rank: r, Ranks: ranks, Shuffle: true, Seed: 3, DropLast: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	src := mk(2, 1, 2) // rank 1 of 2, global batch 4
+	for range 3 {
+		src.Next()
+	}
+	st, err := src.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := mk(4, 0, 1) // one process, batch 4, moved to the same place
+	for range 3 {
+		ref.Next()
+	}
+	for _, dst := range []*Loader{mk(4, 0, 1), mk(1, 3, 4)} {
+		if err := dst.LoadState(st); err != nil {
+			t.Fatalf("restore with %d ranks: %v", max(dst.opts.Ranks, 1), err)
+		}
+		if dst.Pos() != ref.Pos() {
+			t.Fatalf("restored at %d, want %d", dst.Pos(), ref.Pos())
+		}
+	}
+	one := mk(4, 0, 1)
+	if err := one.LoadState(st); err != nil {
+		t.Fatal(err)
+	}
+	for ref.Next() {
+		if !one.Next() || !slices.Equal(tensorx.MustSlice[float32](one.Batch().X), tensorx.MustSlice[float32](ref.Batch().X)) {
+			t.Fatal("a one-process loader restored from a shard's state delivers other batches")
+		}
+	}
+	if err := mk(3, 0, 1).CheckState(st); err == nil || !strings.Contains(err.Error(), "batches of 4") {
+		t.Fatalf("restoring into global batch 3: err = %v, want a refusal naming batches of 4", err)
+	}
+}
