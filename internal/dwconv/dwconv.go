@@ -6,10 +6,10 @@
 //
 // The kernels cover 3x3 filters, unit column dilation and depth
 // multiplier 1, in NHWC with the channels contiguous: AVX2/FMA assembly
-// on amd64 CPUs that have it (kernel_amd64.s), the portable Go loops of
-// kernel_go.go on other CPUs, and Go twins of the assembly routines
-// (kernel_noasm.go) on other architectures and under the noasm, gccgo and
-// safe build tags.
+// on amd64 CPUs that have it (avx2_amd64.s, written by asmgen), the
+// portable Go loops of kernel_go.go on other CPUs, and Go twins of the
+// assembly routines (kernel_noasm.go) on other architectures and under
+// the noasm, gccgo and safe build tags.
 //
 // The kernels vectorise over channels: every operand is a row of pixels
 // of c channels (pixel stride c), and a call covers the channel blocks
@@ -90,10 +90,10 @@ func Fwd3x3(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int, pf []
 	}
 	if s == 1 {
 		p, e, k := spread(pf, blocks(npix, 6)*nb)
-		fwd3x3S1(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
+		fwd3x3S1AVX2(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
 	} else {
 		p, e, k := spread(pf, blocks(npix, 4)*nb)
-		fwd3x3S2(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
+		fwd3x3S2AVX2(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
 	}
 }
 
@@ -123,7 +123,7 @@ func BwdInput3x3S2(o []float32, d *[3][]float32, t []float32, npairs, nb, c int,
 		return
 	}
 	p, e, k := spread(pf, blocks(npairs, 4)*nb)
-	bwd3x3S2(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nb, 4*c, p, e, k)
+	bwd3x3S2AVX2(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nb, 4*c, p, e, k)
 }
 
 // Filter3x3 adds to the packed filter-gradient sums acc [nb][9][8] the
@@ -156,9 +156,9 @@ func Filter3x3(acc, dy []float32, x *[3][]float32, npix, nb, c, s int, pf []floa
 	}
 	p, e, k := spread(pf, nb*(npix/2))
 	if s == 1 {
-		filt3x3S1(&acc[0], &dy[0], &x[0][0], &x[1][0], &x[2][0], npix, nb, 4*c, p, e, k)
+		filt3x3S1AVX2(&acc[0], &dy[0], &x[0][0], &x[1][0], &x[2][0], npix, nb, 4*c, p, e, k)
 	} else {
-		filt3x3S2(&acc[0], &dy[0], &x[0][0], &x[1][0], &x[2][0], npix, nb, 4*c, p, e, k)
+		filt3x3S2AVX2(&acc[0], &dy[0], &x[0][0], &x[1][0], &x[2][0], npix, nb, 4*c, p, e, k)
 	}
 }
 
@@ -184,7 +184,7 @@ func DotTaps(o []float32, xs, ts [][]float32, nb int) {
 		dotTapsGo(o, xs, ts, nb)
 		return
 	}
-	dotTaps(&o[0], &xp[0], &tp[0], n, nb)
+	dotTapsAVX2(&o[0], &xp[0], &tp[0], n, nb)
 }
 
 // AxpyTaps adds one out_backprop pixel's products to the packed
@@ -214,7 +214,7 @@ func AxpyTaps(acc []float32, ks []int, xs [][]float32, dy []float32, nb int) {
 		axpyTapsGo(acc, ks, xs, dy, nb)
 		return
 	}
-	axpyTaps(&ap[0], &xp[0], n, &dy[0], nb)
+	axpyTapsAVX2(&ap[0], &xp[0], n, &dy[0], nb)
 }
 
 // AddF64 adds src, widened to float64, to dst: dst[i] += float64(src[i]).

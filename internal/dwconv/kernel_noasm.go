@@ -9,7 +9,7 @@ import "unsafe"
 // BackpropFilter their Go paths (loops.go).
 var useAsm = false
 
-// Go twins of the assembly kernels of kernel_amd64.s, with their names
+// Go twins of the assembly kernels of avx2_amd64.s, with their names
 // and signatures (px = c·4 the pixel stride in bytes, nb ≥ 1 channel
 // blocks of 8; the bounds are checked by the exported wrappers in
 // dwconv.go). Each rebuilds the slices its pointers span and runs the Go
@@ -19,13 +19,13 @@ var useAsm = false
 // f32s returns the n float32 starting at p.
 func f32s(p *float32, n int) []float32 { return unsafe.Slice(p, n) }
 
-// fwd3x3S1 is fwd3x3Go at stride 1.
-func fwd3x3S1(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+// fwd3x3S1AVX2 is fwd3x3Go at stride 1.
+func fwd3x3S1AVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
 	fwd3x3Twin(o, x0, x1, x2, t, npix, nb, px, 1)
 }
 
-// fwd3x3S2 is fwd3x3Go at stride 2.
-func fwd3x3S2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+// fwd3x3S2AVX2 is fwd3x3Go at stride 2.
+func fwd3x3S2AVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
 	fwd3x3Twin(o, x0, x1, x2, t, npix, nb, px, 2)
 }
 
@@ -38,22 +38,22 @@ func fwd3x3Twin(o, x0, x1, x2, t *float32, npix, nb, px, s int) {
 	fwd3x3Go(f32s(o, (npix-1)*c+w), &x, f32s(t, 8*c+w), npix, nb, c, s)
 }
 
-// bwd3x3S2 is bwd3x3S2Go on npix pixel pairs, the out_backprop rows in
+// bwd3x3S2AVX2 is bwd3x3S2Go on npix pixel pairs, the out_backprop rows in
 // x0..x2.
-func bwd3x3S2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+func bwd3x3S2AVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
 	c, w := px/4, Block*nb
 	n := npix*c + w
 	d := [3][]float32{f32s(x0, n), f32s(x1, n), f32s(x2, n)}
 	bwd3x3S2Go(f32s(o, (2*npix-1)*c+w), &d, f32s(t, 8*c+w), npix, nb, c)
 }
 
-// filt3x3S1 is filter3x3Go at stride 1.
-func filt3x3S1(acc, dy, x0, x1, x2 *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+// filt3x3S1AVX2 is filter3x3Go at stride 1.
+func filt3x3S1AVX2(acc, dy, x0, x1, x2 *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
 	filt3x3Twin(acc, dy, x0, x1, x2, npix, nb, px, 1)
 }
 
-// filt3x3S2 is filter3x3Go at stride 2.
-func filt3x3S2(acc, dy, x0, x1, x2 *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+// filt3x3S2AVX2 is filter3x3Go at stride 2.
+func filt3x3S2AVX2(acc, dy, x0, x1, x2 *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
 	filt3x3Twin(acc, dy, x0, x1, x2, npix, nb, px, 2)
 }
 
@@ -66,8 +66,8 @@ func filt3x3Twin(acc, dy, x0, x1, x2 *float32, npix, nb, px, s int) {
 	filter3x3Go(f32s(acc, 9*w), f32s(dy, (npix-1)*c+w), &x, npix, nb, c, s)
 }
 
-// dotTaps is dotTapsGo on the n inputs and taps at xs and ts.
-func dotTaps(o *float32, xs, ts **float32, n, nb int) {
+// dotTapsAVX2 is dotTapsGo on the n inputs and taps at xs and ts.
+func dotTapsAVX2(o *float32, xs, ts **float32, n, nb int) {
 	w := Block * nb
 	xp, tp := unsafe.Slice(xs, n), unsafe.Slice(ts, n)
 	var xa, ta [taps][]float32
@@ -77,10 +77,10 @@ func dotTaps(o *float32, xs, ts **float32, n, nb int) {
 	dotTapsGo(f32s(o, w), xa[:n], ta[:n], nb)
 }
 
-// axpyTaps is axpyTapsGo with the accumulators of tap i at acc[i] (the
+// axpyTapsAVX2 is axpyTapsGo with the accumulators of tap i at acc[i] (the
 // packed sums of tap k of block 0, blocks 72 elements apart) and its
 // inputs at xs[i].
-func axpyTaps(acc, xs **float32, n int, dy *float32, nb int) {
+func axpyTapsAVX2(acc, xs **float32, n int, dy *float32, nb int) {
 	w := Block * nb
 	ap, xp := unsafe.Slice(acc, n), unsafe.Slice(xs, n)
 	d := f32s(dy, w)
