@@ -4,30 +4,31 @@
 
 package dwconv
 
-// fwd3x3S1AVX2 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels,
-// nb ≥ 1 blocks of 8 channels,
-// px the pixel stride in bytes; fused multiply-adds in (p, q) order.
-// Blocks of 6 pixels (the last one overlapping), fewer one by one.
-// After each block of pixels and channels it prefetches up to pfk
-// groups of four lines of [pf, pfend) into L2.
+// fwd3x3S1AVX2 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels and
+// nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// 6 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
 //
 //go:noescape
 func fwd3x3S1AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
 
-// fwd3x3S2AVX2 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels,
-// nb ≥ 1 blocks of 8 channels,
-// px the pixel stride in bytes; fused multiply-adds in (p, q) order.
-// Blocks of 4 pixels (the last one overlapping), fewer one by one.
-// After each block of pixels and channels it prefetches up to pfk
-// groups of four lines of [pf, pfend) into L2.
+// fwd3x3S2AVX2 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels and
+// nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// 4 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
 //
 //go:noescape
 func fwd3x3S2AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
 
 // bwd3x3S2AVX2 is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows
-// in x0..x2, nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
-// fused multiply-adds. Blocks of 4 pairs (the last one overlapping),
-// fewer one by one; prefetches as fwd3x3S1.
+// in x0..x2, nb ≥ 1 blocks of 8 channels,
+// px the pixel stride in bytes; fused multiply-adds. Per channel block,
+// blocks of 4 pairs (the last one overlapping), or pair by pair;
+// prefetches as fwd3x3S1.
 //
 //go:noescape
 func bwd3x3S2AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)

@@ -12,20 +12,20 @@ TEXT ·fwd3x3S1AVX2(SB), NOSPLIT, $0-88
 	MOVQ   x1+16(FP), DX
 	MOVQ   x2+24(FP), R8
 	MOVQ   t+32(FP), R9
-	MOVQ   npix+40(FP), R11
 	MOVQ   pf+64(FP), R12
 	MOVQ   px+56(FP), AX
 	LEAQ   (AX)(AX*2), BX
 	LEAQ   (AX)(AX*4), CX
 	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	CMPQ   npix+40(FP), $0x06
+	JLT    fwd3x3S1AVX2_small1
 	IMUL3Q $0x06, AX, R14
-	SHLQ   $0x05, nb+48(FP)
-	CMPQ   R11, $0x06
-	JLT    fwd3x3S1AVX2_pixel1
+	MOVQ   npix+40(FP), R11
 
 fwd3x3S1AVX2_block3:
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+	MOVQ R15, npix+40(FP)
 
 fwd3x3S1AVX2_cb4:
 	VMOVUPS     (R9), Y0
@@ -136,28 +136,28 @@ fwd3x3S1AVX2_pf6:
 
 fwd3x3S1AVX2_pfdone7:
 	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
-	ADDQ  $0x20, R9
 	SUBQ  $0x20, npix+40(FP)
 	JNZ   fwd3x3S1AVX2_cb4
-	SUBQ  nb+48(FP), DI
-	SUBQ  nb+48(FP), SI
-	SUBQ  nb+48(FP), DX
-	SUBQ  nb+48(FP), R8
-	SUBQ  nb+48(FP), R9
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
 	ADDQ  R14, DI
-	LEAQ  (SI)(R14*1), SI
-	LEAQ  (DX)(R14*1), DX
-	LEAQ  (R8)(R14*1), R8
+	ADDQ  R14, SI
+	ADDQ  R14, DX
+	ADDQ  R14, R8
 	SUBQ  $0x06, R11
 	CMPQ  R11, $0x06
 	JGE   fwd3x3S1AVX2_block3
 	TESTQ R11, R11
-	JZ    fwd3x3S1AVX2_done2
+	JZ    fwd3x3S1AVX2_end8
 
-	// 1..P−1 pixels left: redo the last block (same values, stored again).
+	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000006, R10
 	SUBQ  R11, R10
 	IMULQ AX, R10
@@ -168,12 +168,17 @@ fwd3x3S1AVX2_pfdone7:
 	MOVQ  $0x00000006, R11
 	JMP   fwd3x3S1AVX2_block3
 
-fwd3x3S1AVX2_pixel1:
-	// Fewer pixels than a block: one at a time.
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+fwd3x3S1AVX2_end8:
+	JMP fwd3x3S1AVX2_done2
 
-fwd3x3S1AVX2_cb8:
+fwd3x3S1AVX2_small1:
+	// Fewer units than a block: one at a time.
+	MOVQ npix+40(FP), R11
+
+fwd3x3S1AVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S1AVX2_cb10:
 	VMOVUPS     (R9), Y0
 	VMOVUPS     (R9)(AX*1), Y1
 	VMOVUPS     (R9)(AX*2), Y2
@@ -195,23 +200,23 @@ fwd3x3S1AVX2_cb8:
 	VFMADD231PS (R8)(AX*2), Y8, Y9
 	VMOVUPS     Y9, (DI)
 	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
 	ADDQ        $0x20, SI
 	ADDQ        $0x20, DX
 	ADDQ        $0x20, R8
-	ADDQ        $0x20, R9
 	SUBQ        $0x20, npix+40(FP)
-	JNZ         fwd3x3S1AVX2_cb8
-	SUBQ        nb+48(FP), DI
-	SUBQ        nb+48(FP), SI
-	SUBQ        nb+48(FP), DX
-	SUBQ        nb+48(FP), R8
-	SUBQ        nb+48(FP), R9
+	JNZ         fwd3x3S1AVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
 	ADDQ        AX, DI
-	LEAQ        (SI)(AX*1), SI
-	LEAQ        (DX)(AX*1), DX
-	LEAQ        (R8)(AX*1), R8
+	ADDQ        AX, SI
+	ADDQ        AX, DX
+	ADDQ        AX, R8
 	DECQ        R11
-	JNZ         fwd3x3S1AVX2_pixel1
+	JNZ         fwd3x3S1AVX2_unit9
 
 fwd3x3S1AVX2_done2:
 	VZEROUPPER
@@ -225,20 +230,20 @@ TEXT ·fwd3x3S2AVX2(SB), NOSPLIT, $0-88
 	MOVQ   x1+16(FP), DX
 	MOVQ   x2+24(FP), R8
 	MOVQ   t+32(FP), R9
-	MOVQ   npix+40(FP), R11
 	MOVQ   pf+64(FP), R12
 	MOVQ   px+56(FP), AX
 	LEAQ   (AX)(AX*2), BX
 	LEAQ   (AX)(AX*4), CX
 	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	CMPQ   npix+40(FP), $0x04
+	JLT    fwd3x3S2AVX2_small1
 	IMUL3Q $0x04, AX, R14
-	SHLQ   $0x05, nb+48(FP)
-	CMPQ   R11, $0x04
-	JLT    fwd3x3S2AVX2_pixel1
+	MOVQ   npix+40(FP), R11
 
 fwd3x3S2AVX2_block3:
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+	MOVQ R15, npix+40(FP)
 
 fwd3x3S2AVX2_cb4:
 	VMOVUPS     (R9), Y0
@@ -318,28 +323,31 @@ fwd3x3S2AVX2_pf6:
 
 fwd3x3S2AVX2_pfdone7:
 	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
-	ADDQ  $0x20, R9
 	SUBQ  $0x20, npix+40(FP)
 	JNZ   fwd3x3S2AVX2_cb4
-	SUBQ  nb+48(FP), DI
-	SUBQ  nb+48(FP), SI
-	SUBQ  nb+48(FP), DX
-	SUBQ  nb+48(FP), R8
-	SUBQ  nb+48(FP), R9
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
 	ADDQ  R14, DI
-	LEAQ  (SI)(R14*2), SI
-	LEAQ  (DX)(R14*2), DX
-	LEAQ  (R8)(R14*2), R8
+	ADDQ  R14, SI
+	ADDQ  R14, SI
+	ADDQ  R14, DX
+	ADDQ  R14, DX
+	ADDQ  R14, R8
+	ADDQ  R14, R8
 	SUBQ  $0x04, R11
 	CMPQ  R11, $0x04
 	JGE   fwd3x3S2AVX2_block3
 	TESTQ R11, R11
-	JZ    fwd3x3S2AVX2_done2
+	JZ    fwd3x3S2AVX2_end8
 
-	// 1..P−1 pixels left: redo the last block (same values, stored again).
+	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000004, R10
 	SUBQ  R11, R10
 	IMULQ AX, R10
@@ -353,12 +361,17 @@ fwd3x3S2AVX2_pfdone7:
 	MOVQ  $0x00000004, R11
 	JMP   fwd3x3S2AVX2_block3
 
-fwd3x3S2AVX2_pixel1:
-	// Fewer pixels than a block: one at a time.
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+fwd3x3S2AVX2_end8:
+	JMP fwd3x3S2AVX2_done2
 
-fwd3x3S2AVX2_cb8:
+fwd3x3S2AVX2_small1:
+	// Fewer units than a block: one at a time.
+	MOVQ npix+40(FP), R11
+
+fwd3x3S2AVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S2AVX2_cb10:
 	VMOVUPS     (R9), Y0
 	VMOVUPS     (R9)(AX*1), Y1
 	VMOVUPS     (R9)(AX*2), Y2
@@ -380,23 +393,26 @@ fwd3x3S2AVX2_cb8:
 	VFMADD231PS (R8)(AX*2), Y8, Y9
 	VMOVUPS     Y9, (DI)
 	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
 	ADDQ        $0x20, SI
 	ADDQ        $0x20, DX
 	ADDQ        $0x20, R8
-	ADDQ        $0x20, R9
 	SUBQ        $0x20, npix+40(FP)
-	JNZ         fwd3x3S2AVX2_cb8
-	SUBQ        nb+48(FP), DI
-	SUBQ        nb+48(FP), SI
-	SUBQ        nb+48(FP), DX
-	SUBQ        nb+48(FP), R8
-	SUBQ        nb+48(FP), R9
+	JNZ         fwd3x3S2AVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
 	ADDQ        AX, DI
-	LEAQ        (SI)(AX*2), SI
-	LEAQ        (DX)(AX*2), DX
-	LEAQ        (R8)(AX*2), R8
+	ADDQ        AX, SI
+	ADDQ        AX, SI
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, R8
+	ADDQ        AX, R8
 	DECQ        R11
-	JNZ         fwd3x3S2AVX2_pixel1
+	JNZ         fwd3x3S2AVX2_unit9
 
 fwd3x3S2AVX2_done2:
 	VZEROUPPER
@@ -410,20 +426,20 @@ TEXT ·bwd3x3S2AVX2(SB), NOSPLIT, $0-88
 	MOVQ   x1+16(FP), DX
 	MOVQ   x2+24(FP), R8
 	MOVQ   t+32(FP), R9
-	MOVQ   npix+40(FP), R11
 	MOVQ   pf+64(FP), R12
 	MOVQ   px+56(FP), AX
 	LEAQ   (AX)(AX*2), BX
 	LEAQ   (AX)(AX*4), CX
 	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	CMPQ   npix+40(FP), $0x04
+	JLT    bwd3x3S2AVX2_small1
 	IMUL3Q $0x04, AX, R14
-	SHLQ   $0x05, nb+48(FP)
-	CMPQ   R11, $0x04
-	JLT    bwd3x3S2AVX2_pair1
+	MOVQ   npix+40(FP), R11
 
 bwd3x3S2AVX2_block3:
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+	MOVQ R15, npix+40(FP)
 
 bwd3x3S2AVX2_cb4:
 	VXORPS      Y3, Y3, Y3
@@ -514,18 +530,19 @@ bwd3x3S2AVX2_pf6:
 
 bwd3x3S2AVX2_pfdone7:
 	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
-	ADDQ  $0x20, R9
 	SUBQ  $0x20, npix+40(FP)
 	JNZ   bwd3x3S2AVX2_cb4
-	SUBQ  nb+48(FP), DI
-	SUBQ  nb+48(FP), SI
-	SUBQ  nb+48(FP), DX
-	SUBQ  nb+48(FP), R8
-	SUBQ  nb+48(FP), R9
-	LEAQ  (DI)(R14*2), DI
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
+	ADDQ  R14, DI
+	ADDQ  R14, DI
 	ADDQ  R14, SI
 	ADDQ  R14, DX
 	ADDQ  R14, R8
@@ -533,9 +550,9 @@ bwd3x3S2AVX2_pfdone7:
 	CMPQ  R11, $0x04
 	JGE   bwd3x3S2AVX2_block3
 	TESTQ R11, R11
-	JZ    bwd3x3S2AVX2_done2
+	JZ    bwd3x3S2AVX2_end8
 
-	// 1..P−1 pairs left: redo the last block.
+	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000004, R10
 	SUBQ  R11, R10
 	IMULQ AX, R10
@@ -547,12 +564,17 @@ bwd3x3S2AVX2_pfdone7:
 	MOVQ  $0x00000004, R11
 	JMP   bwd3x3S2AVX2_block3
 
-bwd3x3S2AVX2_pair1:
-	// Fewer pairs than a block: one at a time.
-	MOVQ nb+48(FP), R10
-	MOVQ R10, npix+40(FP)
+bwd3x3S2AVX2_end8:
+	JMP bwd3x3S2AVX2_done2
 
-bwd3x3S2AVX2_cb8:
+bwd3x3S2AVX2_small1:
+	// Fewer units than a block: one at a time.
+	MOVQ npix+40(FP), R11
+
+bwd3x3S2AVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+bwd3x3S2AVX2_cb10:
 	VXORPS      Y3, Y3, Y3
 	VXORPS      Y4, Y4, Y4
 	VMOVUPS     (R9), Y0
@@ -579,23 +601,24 @@ bwd3x3S2AVX2_cb8:
 	VMOVUPS     Y3, (DI)
 	VMOVUPS     Y4, (DI)(AX*1)
 	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
 	ADDQ        $0x20, SI
 	ADDQ        $0x20, DX
 	ADDQ        $0x20, R8
-	ADDQ        $0x20, R9
 	SUBQ        $0x20, npix+40(FP)
-	JNZ         bwd3x3S2AVX2_cb8
-	SUBQ        nb+48(FP), DI
-	SUBQ        nb+48(FP), SI
-	SUBQ        nb+48(FP), DX
-	SUBQ        nb+48(FP), R8
-	SUBQ        nb+48(FP), R9
-	LEAQ        (DI)(AX*2), DI
+	JNZ         bwd3x3S2AVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
+	ADDQ        AX, DI
+	ADDQ        AX, DI
 	ADDQ        AX, SI
 	ADDQ        AX, DX
 	ADDQ        AX, R8
 	DECQ        R11
-	JNZ         bwd3x3S2AVX2_pair1
+	JNZ         bwd3x3S2AVX2_unit9
 
 bwd3x3S2AVX2_done2:
 	VZEROUPPER

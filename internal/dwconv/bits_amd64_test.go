@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
@@ -50,15 +51,6 @@ func (h *hasher) sum() string {
 	return hex.EncodeToString(s[:12])
 }
 
-// randF32 returns n normal float32 values.
-func randF32(r *rand.Rand, n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = float32(r.NormFloat64())
-	}
-	return s
-}
-
 // bitsCases runs every case and returns its name and hash, in order.
 func bitsCases() (names, sums []string) {
 	add := func(name string, h *hasher) {
@@ -66,42 +58,72 @@ func bitsCases() (names, sums []string) {
 		sums = append(sums, h.sum())
 	}
 	r := rand.New(rand.NewSource(41))
-	var gs []geom
-	for _, g := range geoms() {
-		gs = append(gs, g)
+	// The kernel cases, as first pinned: c channels per pixel, nb blocks of
+	// 8 channels.
+	type kgeom struct{ c, nb, n, s int }
+	var gs []kgeom
+	for _, c := range []int{8, 9, 16, 17, 24, 31, 40, 128} {
+		for nb := 1; Block*nb <= c; nb++ {
+			if c > 40 && nb != c/Block && nb != 1 {
+				continue
+			}
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 19} {
+				for _, s := range []int{1, 2} {
+					gs = append(gs, kgeom{c, nb, n, s})
+				}
+			}
+		}
 	}
 	for _, c := range []int{32, 64, 128, 136} {
 		for _, n := range []int{23, 54, 55, 56} {
 			for _, s := range []int{1, 2} {
-				gs = append(gs, geom{c, c / Block, n, s})
+				gs = append(gs, kgeom{c, c / Block, n, s})
 			}
 		}
 	}
+	// The packed tap sums in the order of the 8-lane layout: element
+	// 72b+8k+l holds tap k of channel 8b+l.
+	packed := func(w int, canon []float32) []float32 {
+		acc := make([]float32, accLen(w))
+		for i, v := range canon {
+			acc[accIndex(w, i%72/8, i/72*8+i%8)] = v
+		}
+		return acc
+	}
+	canonical := func(w int, acc []float32) []float32 {
+		canon := make([]float32, 9*w)
+		for i := range canon {
+			canon[i] = acc[accIndex(w, i%72/8, i/72*8+i%8)]
+		}
+		return canon
+	}
 	for _, g := range gs {
 		c, nb, n, s := g.c, g.nb, g.n, g.s
+		w := Block * nb
+		name := fmt.Sprintf("c%d/nb%d/n%d/s%d", c, nb, n, s)
 		rowLen := ((n-1)*s + 3) * c
 		x := [3][]float32{randF32(r, rowLen), randF32(r, rowLen), randF32(r, rowLen)}
 		t := randF32(r, 9*c)
 		o := make([]float32, n*c)
-		Fwd3x3(o, &x, t, n, nb, c, s, nil)
+		Fwd3x3(o, &x, t, n, w, c, s, nil)
 		h := &hasher{}
 		h.f32(o)
-		add("Fwd3x3 "+g.String(), h)
+		add("Fwd3x3 "+name, h)
 
-		acc := randF32(r, 72*nb)
+		acc := packed(w, randF32(r, 72*nb))
 		dy := randF32(r, n*c)
-		Filter3x3(acc, dy, &x, n, nb, c, s, nil)
+		Filter3x3(acc, dy, &x, n, w, c, s, nil)
 		h = &hasher{}
-		h.f32(acc)
-		add("Filter3x3 "+g.String(), h)
+		h.f32(canonical(w, acc))
+		add("Filter3x3 "+name, h)
 
 		if s == 1 {
 			d := [3][]float32{randF32(r, (n+1)*c), randF32(r, (n+1)*c), randF32(r, (n+1)*c)}
 			o := make([]float32, 2*n*c)
-			BwdInput3x3S2(o, &d, t, n, nb, c, nil)
+			BwdInput3x3S2(o, &d, t, n, w, c, nil)
 			h = &hasher{}
 			h.f32(o)
-			add("BwdInput3x3S2 "+g.String(), h)
+			add("BwdInput3x3S2 "+name, h)
 		}
 	}
 	for _, c := range []int{8, 13, 16, 24, 40, 128} {
@@ -111,17 +133,18 @@ func bitsCases() (names, sums []string) {
 				for i := range n {
 					xs[i], ts[i] = randF32(r, c), randF32(r, c)
 				}
+				w := Block * nb
 				o := make([]float32, c)
-				DotTaps(o, xs, ts, nb)
+				DotTaps(o, xs, ts, w)
 				h := &hasher{}
 				h.f32(o)
 				add(fmt.Sprintf("DotTaps c%d/nb%d/n%d", c, nb, n), h)
 
 				ks := r.Perm(9)[:n]
-				acc := randF32(r, 72*nb)
-				AxpyTaps(acc, ks, xs, ts[0], nb)
+				acc := packed(w, randF32(r, 72*nb))
+				AxpyTaps(acc, ks, xs, ts[0], w)
 				h = &hasher{}
-				h.f32(acc)
+				h.f32(canonical(w, acc))
 				add(fmt.Sprintf("AxpyTaps c%d/nb%d/n%d", c, nb, n), h)
 			}
 		}
@@ -153,14 +176,28 @@ func bitsCases() (names, sums []string) {
 	return names, sums
 }
 
-// TestAsmBits checks that the assembly tiers reproduce the pinned bits of
-// testdata/avx2_bits.txt.
+// TestAsmBits checks that every assembly tier the CPU has reproduces the
+// pinned bits of testdata/avx2_bits.txt.
 func TestAsmBits(t *testing.T) {
-	if !useAsm {
+	run := 0
+	for _, isa := range modes() {
+		if isa == cpu.Go {
+			continue
+		}
+		run++
+		withMode(isa, func() { checkBits(t, isa) })
+	}
+	if run == 0 {
 		t.Skip("NOT RUN: no assembly kernels on this CPU")
 	}
+}
+
+func checkBits(t *testing.T, isa cpu.ISA) {
 	names, sums := bitsCases()
 	if *writeBits {
+		if isa != cpu.AVX2 {
+			return
+		}
 		var b strings.Builder
 		for i := range names {
 			fmt.Fprintf(&b, "%s %s\n", sums[i], names[i])
@@ -196,12 +233,12 @@ func TestAsmBits(t *testing.T) {
 			t.Errorf("case %q is not in %s", name, bitsFile)
 			bad++
 		case w != sums[i]:
-			t.Errorf("%s: bits differ from the pinned AVX2 results", name)
+			t.Errorf("%v: %s: bits differ from the pinned AVX2 results", isa, name)
 			bad++
 		}
 		if bad > 20 {
 			t.Fatal("too many differences")
 		}
 	}
-	t.Logf("%d cases bit-identical to %s", len(names), bitsFile)
+	t.Logf("%v: %d cases bit-identical to %s", isa, len(names), bitsFile)
 }

@@ -8,7 +8,10 @@ package dwconv
 // pixel by pixel; longer ones end with a block that overlaps the one
 // before it (same values stored again).
 const (
-	pixS1AVX2 = 6
-	pixS2AVX2 = 4
-	pairsAVX2 = 4
+	pixS1AVX2   = 6
+	pixS2AVX2   = 4
+	pairsAVX2   = 4
+	pixS1AVX512 = 8
+	pixS2AVX512 = 8
+	pairsAVX512 = 8
 )

@@ -4,17 +4,23 @@ package dwconv
 
 import "github.com/tapegrad/tapegrad/internal/cpu"
 
-// useAsm reports whether the AVX2/FMA assembly kernels run on this CPU.
-// When it is false the exported kernels run their portable Go loops
-// (kernel_go.go) and Forward, BackpropInput and BackpropFilter their Go
-// paths (loops.go); tests switch it off to compare both.
-var useAsm = cpu.X86.AVX2FMA
+// tier is the instruction-set tier the package runs: cpu.Tier() (the
+// best the CPU has, capped by TAPEGRAD_ISA), chosen once at start-up.
+// Tests switch it to run every tier the CPU has.
+var tier = cpu.Tier()
 
-// The assembly kernels (avx2_amd64.s, declared in avx2_amd64.go) are
-// written by asmgen; kernel_noasm.go holds Go twins of the same names for
-// other builds. The exported wrappers in dwconv.go check every bound they
-// rely on; the contracts are theirs, with px = c·4 the pixel stride in
-// bytes and nb ≥ 1 channel blocks of 8.
+// useAsm reports whether the assembly kernels run: true from the AVX2
+// tier up. When it is false the exported kernels run their portable Go
+// loops (kernel_go.go) and Forward, BackpropInput and BackpropFilter
+// their Go paths (loops.go); tests switch it off to compare both.
+var useAsm = tier >= cpu.AVX2
+
+// The assembly kernels (avx2_amd64.s, avx512_amd64.s, declared in
+// avx2_amd64.go and avx512_amd64.go) are written by asmgen from one
+// description of each kernel; kernel_noasm.go holds Go twins of the same
+// names for other builds. The exported wrappers in dwconv.go check every
+// bound they rely on and pick the tier; the contracts are theirs, with
+// px = c·4 the pixel stride in bytes.
 //
 // Every kernel with pf, pfend and pfk arguments also prefetches the lines
 // of [pf, pfend) into the L2 cache (PREFETCHT2), up to pfk groups of four

@@ -136,15 +136,11 @@ func asmRows(rows *[3][]float32, mask int, src, zero []float32, rowLen int, base
 	}
 }
 
-// asmShift returns rows each shifted by off elements.
-func asmShift(rows *[3][]float32, off int) *[3][]float32 {
-	return &[3][]float32{rows[0][off:], rows[1][off:], rows[2][off:]}
-}
-
 // asmHalves runs kern over the interior pixels (or pixel pairs) [0, n)
-// of a row in two halves, the first prefetching pf[0], the second pf[1];
-// rows too short for two blocks of the kernel run in one call, after
-// prefetching both regions at once.
+// of a row in two parts, the first prefetching pf[0], the second pf[1];
+// the first part is a whole number of the kernel's blocks of block
+// pixels, about half the row. Rows too short for two blocks run in one
+// call, after prefetching both regions at once.
 func asmHalves(n, block int, pf *[2][]float32, kern func(j0, j1 int, pf []float32)) {
 	if n <= 0 {
 		return
@@ -155,8 +151,30 @@ func asmHalves(n, block int, pf *[2][]float32, kern func(j0, j1 int, pf []float3
 		kern(0, n, nil)
 		return
 	}
-	kern(0, n/2, pf[0])
-	kern(n/2, n, pf[1])
+	m := min(max(block, (n/2+block/2)/block*block), n-block)
+	kern(0, m, pf[0])
+	kern(m, n, pf[1])
+}
+
+// fwdBlock, bwdBlock return the pixels (pairs) per block of the forward
+// and stride-2 input-gradient kernels of the current tier at stride s.
+func fwdBlock(s int) int {
+	switch {
+	case wide() && s == 1:
+		return pixS1AVX512
+	case wide():
+		return pixS2AVX512
+	case s == 1:
+		return pixS1AVX2
+	}
+	return pixS2AVX2
+}
+
+func bwdBlock() int {
+	if wide() {
+		return pairsAVX512
+	}
+	return pairsAVX2
 }
 
 // asmDot computes pixel o (c channels) as the sum of n products
@@ -166,14 +184,7 @@ func asmDot(o []float32, xs, ts *[9][]float32, n, c int) {
 		clear(o[:c])
 		return
 	}
-	DotTaps(o, xs[:n], ts[:n], c/Block)
-	if c%Block != 0 {
-		off := c - Block
-		for i := range n {
-			xs[i], ts[i] = xs[i][off:], ts[i][off:]
-		}
-		DotTaps(o[off:], xs[:n], ts[:n], 1)
-	}
+	DotTaps(o, xs[:n], ts[:n], c)
 }
 
 // forwardAsm is forwardNHWC for the problems of asmFits.
@@ -238,8 +249,6 @@ func (a *asmJob) forwardRows(lo, hi int) {
 	taps, jlo, jhi := &a.taps, a.jlo, a.jhi
 	c := g.C
 	rowIn, rowOut := g.W*c, g.OW*c
-	nb, off := c/Block, c-Block
-	tail := c%Block != 0
 	var rows [3][]float32
 	var xs, ts [9][]float32
 	for r := lo; r < hi; r++ {
@@ -264,13 +273,9 @@ func (a *asmJob) forwardRows(lo, hi int) {
 			}
 			pf[1] = out[(r+d)*rowOut : (r+d+1)*rowOut]
 		}
-		asmHalves(jhi-jlo, 6/g.SW, &pf, func(j0, j1 int, pf []float32) {
-			win := asmShift(&rows, ((jlo+j0)*g.SW-g.PL)*c)
-			o := orow[(jlo+j0)*c:]
-			Fwd3x3(o, win, taps[mask], j1-j0, nb, c, g.SW, pf)
-			if tail {
-				Fwd3x3(o[off:], asmShift(win, off), taps[mask][off:], j1-j0, 1, c, g.SW, nil)
-			}
+		asmHalves(jhi-jlo, fwdBlock(g.SW), &pf, func(j0, j1 int, pf []float32) {
+			win := shift3(&rows, ((jlo+j0)*g.SW-g.PL)*c)
+			Fwd3x3(orow[(jlo+j0)*c:], win, taps[mask], j1-j0, c, c, g.SW, pf)
 		})
 		for j := 0; j < g.OW; j++ {
 			if j == jlo && jlo < jhi {
@@ -359,8 +364,6 @@ func (a *asmJob) inputRows(lo, hi int) {
 	taps, xlo, xhi, ulo := &a.taps, a.jlo, a.jhi, a.ulo
 	c := g.C
 	rowIn, rowOut := g.W*c, g.OW*c
-	nb, off := c/Block, c-Block
-	tail := c%Block != 0
 	var rows [3][]float32
 	var xs, ts [9][]float32
 	for r := lo; r < hi; r++ {
@@ -384,22 +387,14 @@ func (a *asmJob) inputRows(lo, hi int) {
 			pf[1] = dx[(r+d)*rowIn : (r+d+1)*rowIn]
 		}
 		if g.SW == 1 {
-			asmHalves(xhi-xlo, 6, &pf, func(j0, j1 int, pf []float32) {
-				win := asmShift(&rows, (xlo+j0+g.PL-2)*c)
-				o := dxrow[(xlo+j0)*c:]
-				Fwd3x3(o, win, taps[mask], j1-j0, nb, c, 1, pf)
-				if tail {
-					Fwd3x3(o[off:], asmShift(win, off), taps[mask][off:], j1-j0, 1, c, 1, nil)
-				}
+			asmHalves(xhi-xlo, fwdBlock(1), &pf, func(j0, j1 int, pf []float32) {
+				win := shift3(&rows, (xlo+j0+g.PL-2)*c)
+				Fwd3x3(dxrow[(xlo+j0)*c:], win, taps[mask], j1-j0, c, c, 1, pf)
 			})
 		} else {
-			asmHalves((xhi-xlo)/2, 4, &pf, func(m0, m1 int, pf []float32) {
-				win := asmShift(&rows, (ulo-1+m0)*c)
-				o := dxrow[(xlo+2*m0)*c:]
-				BwdInput3x3S2(o, win, taps[mask], m1-m0, nb, c, pf)
-				if tail {
-					BwdInput3x3S2(o[off:], asmShift(win, off), taps[mask][off:], m1-m0, 1, c, nil)
-				}
+			asmHalves((xhi-xlo)/2, bwdBlock(), &pf, func(m0, m1 int, pf []float32) {
+				win := shift3(&rows, (ulo-1+m0)*c)
+				BwdInput3x3S2(dxrow[(xlo+2*m0)*c:], win, taps[mask], m1-m0, c, c, pf)
 			})
 		}
 		for xc := 0; xc < g.W; xc++ {
@@ -437,9 +432,9 @@ const asmFilterSpan = 16 << 10
 // backpropFilterAsm is backpropFilterNHWC for the problems of
 // asmFits, with the same fixed chunks of output rows. A chunk sums each
 // row (all filter rows at once) in float32 into packed accumulators
-// [block][9][8] (one block more for a channel tail), adds them to its
-// float64 partial, and the partials are added in chunk order, so results
-// do not depend on the thread count. parts (zeroed), accs and zero (a
+// (Filter3x3's, accLen(c) elements), adds them to its float64 partial,
+// and the partials are added in chunk order, so results do not depend on
+// the thread count. parts (zeroed), accs and zero (a
 // zeroed input row) are the scratch of backpropFilterAsmWork.
 func backpropFilterAsm(threads int, g *Geom, x, dy, df []float32, parts []float64, accs, zero []float32) {
 	c := g.C
@@ -458,36 +453,32 @@ func backpropFilterAsm(threads int, g *Geom, x, dy, df []float32, parts []float6
 	} else {
 		parallel.Blocks(threads, nch, 1, a.heap().filterChunks)
 	}
-	sum := parts[:pk]
+	al := accLen(c)
+	sum := parts[:al]
 	for ci := 1; ci < nch; ci++ {
-		part := parts[ci*pk : (ci+1)*pk]
+		part := parts[ci*pk : ci*pk+al]
 		for k, v := range part {
 			sum[k] += v
 		}
 	}
-	nb, off := c/Block, c-Block
 	for k := range 9 {
 		dk := df[k*c : (k+1)*c]
-		for blk := range nb {
-			for l := range Block {
-				dk[blk*Block+l] = float32(sum[72*blk+8*k+l])
-			}
-		}
-		for ch := nb * Block; ch < c; ch++ {
-			dk[ch] = float32(sum[72*nb+8*k+ch-off])
+		for ch := range dk {
+			dk[ch] = float32(sum[accIndex(c, k, ch)])
 		}
 	}
 }
 
-// asmFilterChunks returns the sizes of backpropFilterAsm: the packed
-// accumulator size pk of one chunk, the output rows per chunk rpc and the
-// chunk count nch. The chunk bounds depend only on the shapes.
+// asmFilterChunks returns the sizes of backpropFilterAsm: the space pk
+// of one chunk's packed accumulators (room for every tier's layout), the
+// output rows per chunk rpc and the chunk count nch. The chunk bounds
+// depend only on the shapes, not on the tier.
 func asmFilterChunks(g *Geom) (pk, rpc, nch int) {
-	nbt := (g.C + Block - 1) / Block
-	pk = 72 * nbt
+	pk8 := 72 * ((g.C + Block - 1) / Block)
+	pk = max(pk8, 144*((g.C+15)/16))
 	rows := g.N * g.OH
 	rpc = max(1, filterChunkWork/max(1, g.OW*g.C*9))
-	maxChunks := min(maxFilterChunks, max(1, partialElems/pk))
+	maxChunks := min(maxFilterChunks, max(1, partialElems/pk8))
 	if parallel.Chunks(rows, rpc) > maxChunks {
 		rpc = (rows + maxChunks - 1) / maxChunks
 	}
@@ -526,15 +517,10 @@ func (a *asmJob) filterChunk(ci, lo, hi int) {
 	parts, accs := a.parts, a.accs
 	c := g.C
 	rowIn, rowOut := g.W*c, g.OW*c
-	nb, off := c/Block, c-Block
-	tail := c%Block != 0
-	nbt := nb
-	if tail {
-		nbt++
-	}
+	al, lanes := accLen(c), accLanes()
 	rows := g.N * g.OH
-	part := parts[ci*pk : (ci+1)*pk]
-	acc := accs[ci*pk : (ci+1)*pk]
+	part := parts[ci*pk : ci*pk+al]
+	acc := accs[ci*pk : ci*pk+al]
 	var xr [3][]float32
 	var ks [9]int
 	var xs [9][]float32
@@ -577,12 +563,8 @@ func (a *asmJob) filterChunk(ci, lo, hi int) {
 				}
 				p = reg[piece*len(reg)/pieces : (piece+1)*len(reg)/pieces]
 			}
-			win := asmShift(&xr, (j0*g.SW-g.PL)*c)
-			d := dyrow[j0*c:]
-			Filter3x3(acc, d, win, j1-j0, nb, c, g.SW, p)
-			if tail {
-				Filter3x3(acc[72*nb:], d[off:], asmShift(win, off), j1-j0, 1, c, g.SW, nil)
-			}
+			win := shift3(&xr, (j0*g.SW-g.PL)*c)
+			Filter3x3(acc, dyrow[j0*c:], win, j1-j0, c, c, g.SW, p)
 		}
 		for j := 0; j < g.OW; j++ {
 			if j == jlo && jlo < jhi {
@@ -605,21 +587,14 @@ func (a *asmJob) filterChunk(ci, lo, hi int) {
 			if n == 0 {
 				continue
 			}
-			d := dyrow[j*c:]
-			AxpyTaps(acc, ks[:n], xs[:n], d, nb)
-			if tail {
-				for k := range n {
-					xs[k] = xs[k][off:]
-				}
-				AxpyTaps(acc[72*nb:], ks[:n], xs[:n], d[off:], 1)
-			}
+			AxpyTaps(acc, ks[:n], xs[:n], dyrow[j*c:], c)
 		}
 		if mask != 7 {
 			// The zeroed rows' sums are not part of the gradient.
-			for blk := range nbt {
+			for blk := 0; blk < al; blk += 9 * lanes {
 				for p := range 3 {
 					if mask>>p&1 == 0 {
-						clear(acc[72*blk+24*p : 72*blk+24*p+24])
+						clear(acc[blk+3*lanes*p : blk+3*lanes*(p+1)])
 					}
 				}
 			}

@@ -66,6 +66,9 @@ type tier struct {
 	pixS1 int    // output pixels per block of fwd3x3S1
 	pixS2 int    // output pixels per block of fwd3x3S2
 	pairs int    // pixel pairs per block of bwd3x3S2
+	// chanOuter: the storing kernels loop over channel blocks outside,
+	// pixel blocks inside.
+	chanOuter bool
 }
 
 // tiers are the tiers asmgen writes. AVX2 keeps the blocks of the
@@ -75,6 +78,7 @@ type tier struct {
 // of latency 4 need.
 var tiers = []tier{
 	{name: "AVX2", vb: 32, nreg: 16, pixS1: 6, pixS2: 4, pairs: 4},
+	{name: "AVX512", zmm: true, vb: 64, nreg: 32, pixS1: 8, pixS2: 8, pairs: 8},
 }
 
 // generateAll returns every file asmgen writes.
@@ -431,23 +435,18 @@ func (g *gen) blocksArg() operand.Mem {
 	return g.arg("nb")
 }
 
-// chanBlocks runs body once per channel block of a pixel block: the full
-// blocks (the nb slot holds their byte count, the npix slot counts them
-// down), advancing the row pointers with next after each, then on AVX-512
-// the masked tail, and rewinds the pointers to the first block. R10 is
-// free in the body.
-func (g *gen) chanBlocks(body func(), next, rewind func()) {
+// chanLoop runs body once per channel block: the full blocks (counted
+// down in the nb or nz argument slot), then on AVX-512 the masked tail
+// (g.masked set while it is written).
+func (g *gen) chanLoop(body func()) {
 	cb, tail := g.label("cb"), g.label("tail")
-	g.MOVQ(g.blocksArg(), reg.R10)
-	g.MOVQ(reg.R10, g.arg("npix"))
 	if g.t.zmm {
-		g.TESTQ(reg.R10, reg.R10)
-		g.JZ(lbl(tail))
+		g.CMPQ(g.arg("nz"), imm(0))
+		g.JE(lbl(tail))
 	}
 	g.Label(cb)
 	body()
-	next()
-	g.SUBQ(imm(g.t.vb), g.arg("npix"))
+	g.DECQ(g.blocksArg())
 	g.JNZ(lbl(cb))
 	g.Label(tail)
 	if g.t.zmm {
@@ -459,7 +458,174 @@ func (g *gen) chanBlocks(body func(), next, rewind func()) {
 		g.masked = false
 		g.Label(done)
 	}
-	rewind()
+}
+
+// stream writes the loops of a storing kernel over npix units (pixels or
+// pixel pairs) of a row, in blocks of P units, the last one overlapping
+// the one before (same values stored again), or units one by one if
+// npix < P. With g.t.chanOuter the channel blocks are the outer loop (the
+// blocks' taps stay in registers across the row), else the pixel blocks
+// (each block's lines are contiguous in memory: a block of pixels runs
+// through all its channels before the next). A unit advances the output
+// DI by out pixels and the input rows SI, DX, R8 by in pixels. start(n)
+// runs at the start of each channel block of n units, body(n) computes n
+// units at the current pointers. Registers: R9 taps, R11 units left, R12
+// prefetch pointer, R14 = P·px, R15 = npix·px, R10 free in the bodies.
+func (g *gen) stream(P, out, in int, start, body func(n int)) {
+	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
+	all := append([]reg.Register{reg.RDI, reg.R9}, rows...)
+	// step moves the row pointers by k (a register) units.
+	step := func(k reg.Register, sub bool) {
+		op := g.ADDQ
+		if sub {
+			op = g.SUBQ
+		}
+		for range out {
+			op(k, reg.RDI)
+		}
+		for _, r := range rows {
+			for range in {
+				op(k, r)
+			}
+		}
+	}
+	nextChan := func() {
+		for _, r := range all {
+			g.ADDQ(imm(g.t.vb), r)
+		}
+	}
+	if g.t.chanOuter {
+		g.MOVQ(g.arg("npix"), reg.R15)
+		g.IMULQ(rPX, reg.R15)
+	} else {
+		// R15 is the byte count of the full channel blocks, which the
+		// channel loop of each pixel block counts down in the npix slot
+		// (R11 holds the units left).
+		g.MOVQ(g.blocksArg(), reg.R15)
+		g.SHLQ(imm(map[bool]int{false: 5, true: 6}[g.t.zmm]), reg.R15)
+	}
+	small, done := g.label("small"), g.label("done")
+	g.CMPQ(g.arg("npix"), imm(P))
+	g.JLT(lbl(small))
+	g.IMUL3Q(imm(P), rPX, reg.R14)
+	redo := func(block string) {
+		end := g.label("end")
+		g.SUBQ(imm(P), reg.R11)
+		g.CMPQ(reg.R11, imm(P))
+		g.JGE(lbl(block))
+		g.TESTQ(reg.R11, reg.R11)
+		g.JZ(lbl(end))
+		g.Comment("1..P−1 units left: redo the last block (same values, stored again).")
+		g.MOVQ(operand.U32(P), reg.R10)
+		g.SUBQ(reg.R11, reg.R10)
+		g.IMULQ(rPX, reg.R10)
+		step(reg.R10, true)
+		g.MOVQ(operand.U32(P), reg.R11)
+		g.JMP(lbl(block))
+		g.Label(end)
+	}
+	if g.t.chanOuter {
+		g.chanLoop(func() {
+			start(P)
+			block := g.label("block")
+			g.MOVQ(g.arg("npix"), reg.R11)
+			g.Label(block)
+			body(P)
+			g.pfLoop(reg.R10)
+			step(reg.R14, false)
+			redo(block)
+			step(reg.R15, true)
+			nextChan()
+		})
+		g.JMP(lbl(done))
+		g.Label(small)
+		g.Comment("Fewer units than a block: one at a time.")
+		g.chanLoop(func() {
+			start(1)
+			unit := g.label("unit")
+			g.MOVQ(g.arg("npix"), reg.R11)
+			g.Label(unit)
+			body(1)
+			step(rPX, false)
+			g.DECQ(reg.R11)
+			g.JNZ(lbl(unit))
+			step(reg.R15, true)
+			nextChan()
+		})
+	} else {
+		rewind := func() {
+			for _, r := range all {
+				g.SUBQ(reg.R15, r)
+			}
+		}
+		chans := func(n int, pf bool) {
+			cb, tail := g.label("cb"), g.label("tail")
+			g.MOVQ(reg.R15, g.arg("npix"))
+			if g.t.zmm {
+				g.TESTQ(reg.R15, reg.R15)
+				g.JZ(lbl(tail))
+			}
+			g.Label(cb)
+			start(n)
+			body(n)
+			if pf {
+				g.pfLoop(reg.R10)
+			}
+			nextChan()
+			g.SUBQ(imm(g.t.vb), g.arg("npix"))
+			g.JNZ(lbl(cb))
+			g.Label(tail)
+			if g.t.zmm {
+				tdone := g.label("tdone")
+				g.CMPQ(g.arg("tail"), imm(0))
+				g.JE(lbl(tdone))
+				g.masked = true
+				start(n)
+				body(n)
+				if pf {
+					g.pfLoop(reg.R10)
+				}
+				g.masked = false
+				g.Label(tdone)
+			}
+			rewind()
+		}
+		g.MOVQ(g.arg("npix"), reg.R11)
+		block := g.label("block")
+		g.Label(block)
+		chans(P, true)
+		step(reg.R14, false)
+		redo(block)
+		g.JMP(lbl(done))
+		g.Label(small)
+		g.Comment("Fewer units than a block: one at a time.")
+		g.MOVQ(g.arg("npix"), reg.R11)
+		unit := g.label("unit")
+		g.Label(unit)
+		chans(1, false)
+		step(rPX, false)
+		g.DECQ(reg.R11)
+		g.JNZ(lbl(unit))
+	}
+	g.Label(done)
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// storeArgs loads the arguments of the storing kernels: DI o, SI x0, DX
+// x1, R8 x2, R9 taps, R12 prefetch pointer, AX px, BX 3px, CX 5px, R13
+// 7px.
+func (g *gen) storeArgs() {
+	g.MOVQ(g.arg("o"), reg.RDI)
+	g.MOVQ(g.arg("x0"), reg.RSI)
+	g.MOVQ(g.arg("x1"), reg.RDX)
+	g.MOVQ(g.arg("x2"), reg.R8)
+	g.MOVQ(g.arg("t"), reg.R9)
+	g.MOVQ(g.arg("pf"), reg.R12)
+	g.MOVQ(g.arg("px"), rPX)
+	g.LEAQ(memi(rPX, rPX, 2, 0), rPX3)
+	g.LEAQ(memi(rPX, rPX, 4, 0), rPX5)
+	g.LEAQ(memi(rPX3, rPX, 4, 0), rPX7)
 }
 
 // ---------------------------------------------------------------------
@@ -469,73 +635,36 @@ func (g *gen) chanBlocks(body func(), next, rewind func()) {
 //
 //	o[j] = Σ_{p<3} Σ_{q<3} x_p[s·j+q] · t[3p+q]
 //
-// fused multiply-adds from zero in (p, q) order. Registers: DI o, SI x0,
-// DX x1, R8 x2, R9 taps, R11 pixels left, R12 prefetch pointer, R14 the
-// block's output bytes (pixels·px); taps in v0..v8, outputs from v9.
+// fused multiply-adds from zero in (p, q) order; the channel block's taps
+// in v0..v8, outputs from v9 (stream's registers).
 func fwd(g *gen, s int) {
 	P := g.t.pixS1
 	if s == 2 {
 		P = g.t.pixS2
 	}
-	name := fmt.Sprintf("fwd3x3S%d", s)
-	g.fn(name, false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
-		fmt.Sprintf("is fwd3x3Go at stride %d on npix ≥ 1 output pixels,", s),
-		g.chanDoc()+",",
-		"px the pixel stride in bytes; fused multiply-adds in (p, q) order.",
-		fmt.Sprintf("Blocks of %d pixels (the last one overlapping), fewer one by one.", P),
-		"After each block of pixels and channels it prefetches up to pfk",
-		"groups of four lines of [pf, pfend) into L2.")
-	g.MOVQ(g.arg("o"), reg.RDI)
-	g.MOVQ(g.arg("x0"), reg.RSI)
-	g.MOVQ(g.arg("x1"), reg.RDX)
-	g.MOVQ(g.arg("x2"), reg.R8)
-	g.MOVQ(g.arg("t"), reg.R9)
-	g.MOVQ(g.arg("npix"), reg.R11)
-	g.MOVQ(g.arg("pf"), reg.R12)
-	g.MOVQ(g.arg("px"), rPX)
-	g.LEAQ(memi(rPX, rPX, 2, 0), rPX3)
-	g.LEAQ(memi(rPX, rPX, 4, 0), rPX5)
-	g.LEAQ(memi(rPX3, rPX, 4, 0), rPX7)
-	g.IMUL3Q(imm(P), rPX, reg.R14)
-	shift := 5
-	if g.t.zmm {
-		shift = 6
-	}
-	g.SHLQ(imm(shift), g.blocksArg())
+	g.fn(fmt.Sprintf("fwd3x3S%d", s), false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
+		fmt.Sprintf("is fwd3x3Go at stride %d on npix ≥ 1 output pixels and", s),
+		g.chanDoc()+", px the pixel stride in bytes;",
+		"fused multiply-adds in (p, q) order. Per channel block, blocks of",
+		fmt.Sprintf("%d pixels (the last one overlapping), or pixel by pixel; after each", P),
+		"block it prefetches up to pfk groups of four lines of [pf, pfend)",
+		"into L2.")
+	g.storeArgs()
 	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
-	ptrs := []reg.Register{reg.RDI, reg.RSI, reg.RDX, reg.R8, reg.R9}
-	next := func() {
-		for _, r := range ptrs {
-			g.ADDQ(imm(g.t.vb), r)
-		}
-	}
-	rewind := func() {
-		for _, r := range ptrs {
-			g.SUBQ(g.blocksArg(), r)
-		}
-	}
-	loadTaps := func() {
+	g.stream(P, 1, s, func(int) {
 		for k := range 9 {
 			g.load(pix(reg.R9, k), k)
 		}
-	}
-	pixel, done := g.label("pixel"), g.label("done")
-	g.CMPQ(reg.R11, imm(P))
-	g.JLT(lbl(pixel))
-
-	block := g.label("block")
-	g.Label(block)
-	g.chanBlocks(func() {
-		loadTaps()
-		for j := range P {
+	}, func(n int) {
+		for j := range n {
 			g.zero(9 + j)
 		}
-		tmp := g.temps(9 + P)
+		tmp := g.temps(9 + n)
 		for p := range 3 {
-			uses := make([][]use, (P-1)*s+3)
+			uses := make([][]use, (n-1)*s+3)
 			for i := range uses {
 				for q := 2; q >= 0; q-- {
-					if d := i - q; d >= 0 && d%s == 0 && d/s < P {
+					if d := i - q; d >= 0 && d%s == 0 && d/s < n {
 						uses[i] = append(uses[i], use{acc: 9 + d/s, tap: 3*p + q})
 					}
 				}
@@ -543,54 +672,10 @@ func fwd(g *gen, s int) {
 			g.row(&pixels{g: g, base: rows[p], high: reg.R10}, uses, tmp)
 		}
 		out := &pixels{g: g, base: reg.RDI, high: reg.R10}
-		for j := range P {
+		for j := range n {
 			g.store(9+j, out.at(j))
 		}
-		g.pfLoop(reg.R10)
-	}, next, rewind)
-	g.ADDQ(reg.R14, reg.RDI)
-	for _, r := range rows {
-		g.LEAQ(memi(r, reg.R14, uint8(s), 0), r)
-	}
-	g.SUBQ(imm(P), reg.R11)
-	g.CMPQ(reg.R11, imm(P))
-	g.JGE(lbl(block))
-	g.TESTQ(reg.R11, reg.R11)
-	g.JZ(lbl(done))
-	g.Comment("1..P−1 pixels left: redo the last block (same values, stored again).")
-	g.MOVQ(operand.U32(P), reg.R10)
-	g.SUBQ(reg.R11, reg.R10)
-	g.IMULQ(rPX, reg.R10)
-	g.SUBQ(reg.R10, reg.RDI)
-	for _, r := range rows {
-		for range s {
-			g.SUBQ(reg.R10, r)
-		}
-	}
-	g.MOVQ(operand.U32(P), reg.R11)
-	g.JMP(lbl(block))
-
-	g.Label(pixel)
-	g.Comment("Fewer pixels than a block: one at a time.")
-	g.chanBlocks(func() {
-		loadTaps()
-		g.zero(9)
-		for p := range 3 {
-			for q := range 3 {
-				g.fma(pix(rows[p], q), 3*p+q, 9)
-			}
-		}
-		g.store(9, mem(reg.RDI, 0))
-	}, next, rewind)
-	g.ADDQ(rPX, reg.RDI)
-	for _, r := range rows {
-		g.LEAQ(memi(r, rPX, uint8(s), 0), r)
-	}
-	g.DECQ(reg.R11)
-	g.JNZ(lbl(pixel))
-	g.Label(done)
-	g.VZEROUPPER()
-	g.RET()
+	})
 }
 
 // bwdS2 writes bwd3x3S2: pixel pairs m of the input gradient of a
@@ -599,113 +684,62 @@ func fwd(g *gen, s int) {
 //
 //	e_m = Σ_p d_p[m]·t[3p+2] + d_p[m+1]·t[3p]    o_m = Σ_p d_p[m+1]·t[3p+1]
 //
-// in p order, the q = 2 product before the q = 0 one. Registers as fwd;
-// each row's taps in v0..v2, e_m in v(3+2m), o_m in v(4+2m).
+// in p order, the q = 2 product before the q = 0 one. The taps stay in
+// v0..v8 if the registers allow, else each row's are loaded into v0..v2;
+// e_m and o_m follow them.
 func bwdS2(g *gen) {
 	P := g.t.pairs
 	g.fn("bwd3x3S2", false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
 		"is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows",
-		"in x0..x2, "+g.chanDoc()+", px the pixel stride in bytes;",
-		fmt.Sprintf("fused multiply-adds. Blocks of %d pairs (the last one overlapping),", P),
-		"fewer one by one; prefetches as fwd3x3S1.")
-	g.MOVQ(g.arg("o"), reg.RDI)
-	g.MOVQ(g.arg("x0"), reg.RSI)
-	g.MOVQ(g.arg("x1"), reg.RDX)
-	g.MOVQ(g.arg("x2"), reg.R8)
-	g.MOVQ(g.arg("t"), reg.R9)
-	g.MOVQ(g.arg("npix"), reg.R11)
-	g.MOVQ(g.arg("pf"), reg.R12)
-	g.MOVQ(g.arg("px"), rPX)
-	g.LEAQ(memi(rPX, rPX, 2, 0), rPX3)
-	g.LEAQ(memi(rPX, rPX, 4, 0), rPX5)
-	g.LEAQ(memi(rPX3, rPX, 4, 0), rPX7)
-	g.IMUL3Q(imm(P), rPX, reg.R14)
-	shift := 5
-	if g.t.zmm {
-		shift = 6
-	}
-	g.SHLQ(imm(shift), g.blocksArg())
+		"in x0..x2, "+g.chanDoc()+",",
+		"px the pixel stride in bytes; fused multiply-adds. Per channel block,",
+		fmt.Sprintf("blocks of %d pairs (the last one overlapping), or pair by pair;", P),
+		"prefetches as fwd3x3S1.")
+	g.storeArgs()
 	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
-	ptrs := []reg.Register{reg.RDI, reg.RSI, reg.RDX, reg.R8, reg.R9}
-	next := func() {
-		for _, r := range ptrs {
-			g.ADDQ(imm(g.t.vb), r)
-		}
+	// Taps held all at once need 9 registers, the outputs 2P, and a
+	// temporary.
+	hold := 9+2*P+1 <= g.t.nreg
+	tap0 := 3
+	if hold {
+		tap0 = 9
 	}
-	rewind := func() {
-		for _, r := range ptrs {
-			g.SUBQ(g.blocksArg(), r)
+	g.stream(P, 2, 1, func(int) {
+		if hold {
+			for k := range 9 {
+				g.load(pix(reg.R9, k), k)
+			}
 		}
-	}
-	// body computes n pairs.
-	body := func(n int) {
+	}, func(n int) {
 		for m := range 2 * n {
-			g.zero(3 + m)
+			g.zero(tap0 + m)
 		}
-		tmp := g.temps(3 + 2*n)
+		tmp := g.temps(tap0 + 2*n)
 		for p := range 3 {
-			for q := range 3 {
-				g.load(pix(reg.R9, 3*p+q), q)
+			t := 0
+			if hold {
+				t = 3 * p
+			} else {
+				for q := range 3 {
+					g.load(pix(reg.R9, 3*p+q), q)
+				}
 			}
 			uses := make([][]use, n+1)
 			for i := range uses {
 				if i < n {
-					uses[i] = append(uses[i], use{acc: 3 + 2*i, tap: 2})
+					uses[i] = append(uses[i], use{acc: tap0 + 2*i, tap: t + 2})
 				}
 				if i >= 1 {
-					uses[i] = append(uses[i], use{acc: 3 + 2*(i-1), tap: 0}, use{acc: 4 + 2*(i-1), tap: 1})
+					uses[i] = append(uses[i], use{acc: tap0 + 2*(i-1), tap: t}, use{acc: tap0 + 1 + 2*(i-1), tap: t + 1})
 				}
 			}
 			g.row(&pixels{g: g, base: rows[p], high: reg.R10}, uses, tmp)
 		}
 		out := &pixels{g: g, base: reg.RDI, high: reg.R10}
 		for m := range 2 * n {
-			g.store(3+m, out.at(m))
+			g.store(tap0+m, out.at(m))
 		}
-	}
-	pair, done := g.label("pair"), g.label("done")
-	g.CMPQ(reg.R11, imm(P))
-	g.JLT(lbl(pair))
-
-	block := g.label("block")
-	g.Label(block)
-	g.chanBlocks(func() {
-		body(P)
-		g.pfLoop(reg.R10)
-	}, next, rewind)
-	g.LEAQ(memi(reg.RDI, reg.R14, 2, 0), reg.RDI)
-	for _, r := range rows {
-		g.ADDQ(reg.R14, r)
-	}
-	g.SUBQ(imm(P), reg.R11)
-	g.CMPQ(reg.R11, imm(P))
-	g.JGE(lbl(block))
-	g.TESTQ(reg.R11, reg.R11)
-	g.JZ(lbl(done))
-	g.Comment("1..P−1 pairs left: redo the last block.")
-	g.MOVQ(operand.U32(P), reg.R10)
-	g.SUBQ(reg.R11, reg.R10)
-	g.IMULQ(rPX, reg.R10)
-	g.SUBQ(reg.R10, reg.RDI)
-	g.SUBQ(reg.R10, reg.RDI)
-	for _, r := range rows {
-		g.SUBQ(reg.R10, r)
-	}
-	g.MOVQ(operand.U32(P), reg.R11)
-	g.JMP(lbl(block))
-
-	g.Label(pair)
-	g.Comment("Fewer pairs than a block: one at a time.")
-	g.chanBlocks(func() { body(1) }, next, rewind)
-	g.LEAQ(memi(reg.RDI, rPX, 2, 0), reg.RDI)
-	for _, r := range rows {
-		g.ADDQ(rPX, r)
-	}
-	g.DECQ(reg.R11)
-	g.JNZ(lbl(pair))
-	g.Label(done)
-	g.VZEROUPPER()
-	g.RET()
+	})
 }
 
 // ---------------------------------------------------------------------
