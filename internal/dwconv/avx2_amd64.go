@@ -6,7 +6,7 @@ package dwconv
 
 // fwd3x3S1AVX2 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels and
 // nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
-// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// fused multiply-adds in (p, q) order. Blocks of
 // 6 pixels (the last one overlapping), or pixel by pixel; after each
 // block it prefetches up to pfk groups of four lines of [pf, pfend)
 // into L2.
@@ -16,7 +16,7 @@ func fwd3x3S1AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32,
 
 // fwd3x3S2AVX2 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels and
 // nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
-// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// fused multiply-adds in (p, q) order. Blocks of
 // 4 pixels (the last one overlapping), or pixel by pixel; after each
 // block it prefetches up to pfk groups of four lines of [pf, pfend)
 // into L2.
@@ -26,12 +26,50 @@ func fwd3x3S2AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32,
 
 // bwd3x3S2AVX2 is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows
 // in x0..x2, nb ≥ 1 blocks of 8 channels,
-// px the pixel stride in bytes; fused multiply-adds. Per channel block,
-// blocks of 4 pairs (the last one overlapping), or pair by pair;
+// px the pixel stride in bytes; fused multiply-adds. Blocks of
+// 4 pairs (the last one overlapping), or pair by pair;
 // prefetches as fwd3x3S1.
 //
 //go:noescape
 func bwd3x3S2AVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// fwd3x3S1NTAVX2 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels and
+// nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Blocks of
+// 6 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 32 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func fwd3x3S1NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// fwd3x3S2NTAVX2 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels and
+// nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Blocks of
+// 4 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 32 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func fwd3x3S2NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// bwd3x3S2NTAVX2 is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows
+// in x0..x2, nb ≥ 1 blocks of 8 channels,
+// px the pixel stride in bytes; fused multiply-adds. Blocks of
+// 4 pairs (the last one overlapping), or pair by pair;
+// prefetches as fwd3x3S1.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 32 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func bwd3x3S2NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
 
 // filt3x3S1AVX2 is filter3x3Go at stride 1 on npix ≥ 1 out_backprop pixels,
 // nb ≥ 1 blocks of 8 channels, px the pixel stride in bytes, acc
@@ -75,3 +113,9 @@ func addF64(dst *float64, src *float32, n int)
 //
 //go:noescape
 func prefetch(p *float32, n int)
+
+// sfence orders the non-temporal stores before it before the stores after
+// it (SFENCE): the storing passes call it when their NT kernels are done.
+//
+//go:noescape
+func sfence()

@@ -19,15 +19,15 @@ TEXT ·fwd3x3S1AVX2(SB), NOSPLIT, $0-88
 	LEAQ   (BX)(AX*4), R13
 	MOVQ   nb+48(FP), R15
 	SHLQ   $0x05, R15
-	CMPQ   npix+40(FP), $0x06
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x06
 	JLT    fwd3x3S1AVX2_small1
 	IMUL3Q $0x06, AX, R14
-	MOVQ   npix+40(FP), R11
 
 fwd3x3S1AVX2_block3:
 	MOVQ R15, npix+40(FP)
 
-fwd3x3S1AVX2_cb4:
+fwd3x3S1AVX2_cb5:
 	VMOVUPS     (R9), Y0
 	VMOVUPS     (R9)(AX*1), Y1
 	VMOVUPS     (R9)(AX*2), Y2
@@ -123,25 +123,25 @@ fwd3x3S1AVX2_cb4:
 	VMOVUPS     Y14, (DI)(CX*1)
 	MOVQ        pfk+80(FP), R10
 
-fwd3x3S1AVX2_pf6:
+fwd3x3S1AVX2_pf7:
 	CMPQ       R12, pfend+72(FP)
-	JAE        fwd3x3S1AVX2_pfdone7
+	JAE        fwd3x3S1AVX2_pfdone8
 	PREFETCHT2 (R12)
 	PREFETCHT2 64(R12)
 	PREFETCHT2 128(R12)
 	PREFETCHT2 192(R12)
 	ADDQ       $0x00000100, R12
 	DECQ       R10
-	JNZ        fwd3x3S1AVX2_pf6
+	JNZ        fwd3x3S1AVX2_pf7
 
-fwd3x3S1AVX2_pfdone7:
+fwd3x3S1AVX2_pfdone8:
 	ADDQ  $0x20, DI
 	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
 	SUBQ  $0x20, npix+40(FP)
-	JNZ   fwd3x3S1AVX2_cb4
+	JNZ   fwd3x3S1AVX2_cb5
 	SUBQ  R15, DI
 	SUBQ  R15, R9
 	SUBQ  R15, SI
@@ -155,7 +155,7 @@ fwd3x3S1AVX2_pfdone7:
 	CMPQ  R11, $0x06
 	JGE   fwd3x3S1AVX2_block3
 	TESTQ R11, R11
-	JZ    fwd3x3S1AVX2_end8
+	JZ    fwd3x3S1AVX2_end4
 
 	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000006, R10
@@ -168,13 +168,11 @@ fwd3x3S1AVX2_pfdone7:
 	MOVQ  $0x00000006, R11
 	JMP   fwd3x3S1AVX2_block3
 
-fwd3x3S1AVX2_end8:
+fwd3x3S1AVX2_end4:
 	JMP fwd3x3S1AVX2_done2
 
 fwd3x3S1AVX2_small1:
 	// Fewer units than a block: one at a time.
-	MOVQ npix+40(FP), R11
-
 fwd3x3S1AVX2_unit9:
 	MOVQ R15, npix+40(FP)
 
@@ -237,15 +235,15 @@ TEXT ·fwd3x3S2AVX2(SB), NOSPLIT, $0-88
 	LEAQ   (BX)(AX*4), R13
 	MOVQ   nb+48(FP), R15
 	SHLQ   $0x05, R15
-	CMPQ   npix+40(FP), $0x04
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x04
 	JLT    fwd3x3S2AVX2_small1
 	IMUL3Q $0x04, AX, R14
-	MOVQ   npix+40(FP), R11
 
 fwd3x3S2AVX2_block3:
 	MOVQ R15, npix+40(FP)
 
-fwd3x3S2AVX2_cb4:
+fwd3x3S2AVX2_cb5:
 	VMOVUPS     (R9), Y0
 	VMOVUPS     (R9)(AX*1), Y1
 	VMOVUPS     (R9)(AX*2), Y2
@@ -310,25 +308,25 @@ fwd3x3S2AVX2_cb4:
 	VMOVUPS     Y12, (DI)(BX*1)
 	MOVQ        pfk+80(FP), R10
 
-fwd3x3S2AVX2_pf6:
+fwd3x3S2AVX2_pf7:
 	CMPQ       R12, pfend+72(FP)
-	JAE        fwd3x3S2AVX2_pfdone7
+	JAE        fwd3x3S2AVX2_pfdone8
 	PREFETCHT2 (R12)
 	PREFETCHT2 64(R12)
 	PREFETCHT2 128(R12)
 	PREFETCHT2 192(R12)
 	ADDQ       $0x00000100, R12
 	DECQ       R10
-	JNZ        fwd3x3S2AVX2_pf6
+	JNZ        fwd3x3S2AVX2_pf7
 
-fwd3x3S2AVX2_pfdone7:
+fwd3x3S2AVX2_pfdone8:
 	ADDQ  $0x20, DI
 	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
 	SUBQ  $0x20, npix+40(FP)
-	JNZ   fwd3x3S2AVX2_cb4
+	JNZ   fwd3x3S2AVX2_cb5
 	SUBQ  R15, DI
 	SUBQ  R15, R9
 	SUBQ  R15, SI
@@ -345,7 +343,7 @@ fwd3x3S2AVX2_pfdone7:
 	CMPQ  R11, $0x04
 	JGE   fwd3x3S2AVX2_block3
 	TESTQ R11, R11
-	JZ    fwd3x3S2AVX2_end8
+	JZ    fwd3x3S2AVX2_end4
 
 	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000004, R10
@@ -361,13 +359,11 @@ fwd3x3S2AVX2_pfdone7:
 	MOVQ  $0x00000004, R11
 	JMP   fwd3x3S2AVX2_block3
 
-fwd3x3S2AVX2_end8:
+fwd3x3S2AVX2_end4:
 	JMP fwd3x3S2AVX2_done2
 
 fwd3x3S2AVX2_small1:
 	// Fewer units than a block: one at a time.
-	MOVQ npix+40(FP), R11
-
 fwd3x3S2AVX2_unit9:
 	MOVQ R15, npix+40(FP)
 
@@ -433,15 +429,15 @@ TEXT ·bwd3x3S2AVX2(SB), NOSPLIT, $0-88
 	LEAQ   (BX)(AX*4), R13
 	MOVQ   nb+48(FP), R15
 	SHLQ   $0x05, R15
-	CMPQ   npix+40(FP), $0x04
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x04
 	JLT    bwd3x3S2AVX2_small1
 	IMUL3Q $0x04, AX, R14
-	MOVQ   npix+40(FP), R11
 
 bwd3x3S2AVX2_block3:
 	MOVQ R15, npix+40(FP)
 
-bwd3x3S2AVX2_cb4:
+bwd3x3S2AVX2_cb5:
 	VXORPS      Y3, Y3, Y3
 	VXORPS      Y4, Y4, Y4
 	VXORPS      Y5, Y5, Y5
@@ -517,25 +513,25 @@ bwd3x3S2AVX2_cb4:
 	VMOVUPS     Y10, (DI)(R13*1)
 	MOVQ        pfk+80(FP), R10
 
-bwd3x3S2AVX2_pf6:
+bwd3x3S2AVX2_pf7:
 	CMPQ       R12, pfend+72(FP)
-	JAE        bwd3x3S2AVX2_pfdone7
+	JAE        bwd3x3S2AVX2_pfdone8
 	PREFETCHT2 (R12)
 	PREFETCHT2 64(R12)
 	PREFETCHT2 128(R12)
 	PREFETCHT2 192(R12)
 	ADDQ       $0x00000100, R12
 	DECQ       R10
-	JNZ        bwd3x3S2AVX2_pf6
+	JNZ        bwd3x3S2AVX2_pf7
 
-bwd3x3S2AVX2_pfdone7:
+bwd3x3S2AVX2_pfdone8:
 	ADDQ  $0x20, DI
 	ADDQ  $0x20, R9
 	ADDQ  $0x20, SI
 	ADDQ  $0x20, DX
 	ADDQ  $0x20, R8
 	SUBQ  $0x20, npix+40(FP)
-	JNZ   bwd3x3S2AVX2_cb4
+	JNZ   bwd3x3S2AVX2_cb5
 	SUBQ  R15, DI
 	SUBQ  R15, R9
 	SUBQ  R15, SI
@@ -550,7 +546,7 @@ bwd3x3S2AVX2_pfdone7:
 	CMPQ  R11, $0x04
 	JGE   bwd3x3S2AVX2_block3
 	TESTQ R11, R11
-	JZ    bwd3x3S2AVX2_end8
+	JZ    bwd3x3S2AVX2_end4
 
 	// 1..P−1 units left: redo the last block (same values, stored again).
 	MOVQ  $0x00000004, R10
@@ -564,13 +560,11 @@ bwd3x3S2AVX2_pfdone7:
 	MOVQ  $0x00000004, R11
 	JMP   bwd3x3S2AVX2_block3
 
-bwd3x3S2AVX2_end8:
+bwd3x3S2AVX2_end4:
 	JMP bwd3x3S2AVX2_done2
 
 bwd3x3S2AVX2_small1:
 	// Fewer units than a block: one at a time.
-	MOVQ npix+40(FP), R11
-
 bwd3x3S2AVX2_unit9:
 	MOVQ R15, npix+40(FP)
 
@@ -621,6 +615,620 @@ bwd3x3S2AVX2_cb10:
 	JNZ         bwd3x3S2AVX2_unit9
 
 bwd3x3S2AVX2_done2:
+	VZEROUPPER
+	RET
+
+// func fwd3x3S1NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·fwd3x3S1NTAVX2(SB), NOSPLIT, $0-88
+	MOVQ   o+0(FP), DI
+	MOVQ   x0+8(FP), SI
+	MOVQ   x1+16(FP), DX
+	MOVQ   x2+24(FP), R8
+	MOVQ   t+32(FP), R9
+	MOVQ   pf+64(FP), R12
+	MOVQ   px+56(FP), AX
+	LEAQ   (AX)(AX*2), BX
+	LEAQ   (AX)(AX*4), CX
+	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x06
+	JLT    fwd3x3S1NTAVX2_small1
+	IMUL3Q $0x06, AX, R14
+
+fwd3x3S1NTAVX2_block3:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S1NTAVX2_cb5:
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VMOVUPS     (R9)(BX*1), Y3
+	VMOVUPS     (R9)(AX*4), Y4
+	VMOVUPS     (R9)(CX*1), Y5
+	VMOVUPS     (R9)(BX*2), Y6
+	VMOVUPS     (R9)(R13*1), Y7
+	VMOVUPS     (R9)(AX*8), Y8
+	VXORPS      Y9, Y9, Y9
+	VXORPS      Y10, Y10, Y10
+	VXORPS      Y11, Y11, Y11
+	VXORPS      Y12, Y12, Y12
+	VXORPS      Y13, Y13, Y13
+	VXORPS      Y14, Y14, Y14
+	VFMADD231PS (SI), Y0, Y9
+	VMOVUPS     (SI)(AX*1), Y15
+	VFMADD231PS Y15, Y1, Y9
+	VFMADD231PS Y15, Y0, Y10
+	VMOVUPS     (SI)(AX*2), Y15
+	VFMADD231PS Y15, Y2, Y9
+	VFMADD231PS Y15, Y1, Y10
+	VFMADD231PS Y15, Y0, Y11
+	VMOVUPS     (SI)(BX*1), Y15
+	VFMADD231PS Y15, Y2, Y10
+	VFMADD231PS Y15, Y1, Y11
+	VFMADD231PS Y15, Y0, Y12
+	VMOVUPS     (SI)(AX*4), Y15
+	VFMADD231PS Y15, Y2, Y11
+	VFMADD231PS Y15, Y1, Y12
+	VFMADD231PS Y15, Y0, Y13
+	VMOVUPS     (SI)(CX*1), Y15
+	VFMADD231PS Y15, Y2, Y12
+	VFMADD231PS Y15, Y1, Y13
+	VFMADD231PS Y15, Y0, Y14
+	VMOVUPS     (SI)(BX*2), Y15
+	VFMADD231PS Y15, Y2, Y13
+	VFMADD231PS Y15, Y1, Y14
+	VFMADD231PS (SI)(R13*1), Y2, Y14
+	VFMADD231PS (DX), Y3, Y9
+	VMOVUPS     (DX)(AX*1), Y15
+	VFMADD231PS Y15, Y4, Y9
+	VFMADD231PS Y15, Y3, Y10
+	VMOVUPS     (DX)(AX*2), Y15
+	VFMADD231PS Y15, Y5, Y9
+	VFMADD231PS Y15, Y4, Y10
+	VFMADD231PS Y15, Y3, Y11
+	VMOVUPS     (DX)(BX*1), Y15
+	VFMADD231PS Y15, Y5, Y10
+	VFMADD231PS Y15, Y4, Y11
+	VFMADD231PS Y15, Y3, Y12
+	VMOVUPS     (DX)(AX*4), Y15
+	VFMADD231PS Y15, Y5, Y11
+	VFMADD231PS Y15, Y4, Y12
+	VFMADD231PS Y15, Y3, Y13
+	VMOVUPS     (DX)(CX*1), Y15
+	VFMADD231PS Y15, Y5, Y12
+	VFMADD231PS Y15, Y4, Y13
+	VFMADD231PS Y15, Y3, Y14
+	VMOVUPS     (DX)(BX*2), Y15
+	VFMADD231PS Y15, Y5, Y13
+	VFMADD231PS Y15, Y4, Y14
+	VFMADD231PS (DX)(R13*1), Y5, Y14
+	VFMADD231PS (R8), Y6, Y9
+	VMOVUPS     (R8)(AX*1), Y15
+	VFMADD231PS Y15, Y7, Y9
+	VFMADD231PS Y15, Y6, Y10
+	VMOVUPS     (R8)(AX*2), Y15
+	VFMADD231PS Y15, Y8, Y9
+	VFMADD231PS Y15, Y7, Y10
+	VFMADD231PS Y15, Y6, Y11
+	VMOVUPS     (R8)(BX*1), Y15
+	VFMADD231PS Y15, Y8, Y10
+	VFMADD231PS Y15, Y7, Y11
+	VFMADD231PS Y15, Y6, Y12
+	VMOVUPS     (R8)(AX*4), Y15
+	VFMADD231PS Y15, Y8, Y11
+	VFMADD231PS Y15, Y7, Y12
+	VFMADD231PS Y15, Y6, Y13
+	VMOVUPS     (R8)(CX*1), Y15
+	VFMADD231PS Y15, Y8, Y12
+	VFMADD231PS Y15, Y7, Y13
+	VFMADD231PS Y15, Y6, Y14
+	VMOVUPS     (R8)(BX*2), Y15
+	VFMADD231PS Y15, Y8, Y13
+	VFMADD231PS Y15, Y7, Y14
+	VFMADD231PS (R8)(R13*1), Y8, Y14
+	VMOVNTPS    Y9, (DI)
+	VMOVNTPS    Y10, (DI)(AX*1)
+	VMOVNTPS    Y11, (DI)(AX*2)
+	VMOVNTPS    Y12, (DI)(BX*1)
+	VMOVNTPS    Y13, (DI)(AX*4)
+	VMOVNTPS    Y14, (DI)(CX*1)
+	MOVQ        pfk+80(FP), R10
+
+fwd3x3S1NTAVX2_pf7:
+	CMPQ       R12, pfend+72(FP)
+	JAE        fwd3x3S1NTAVX2_pfdone8
+	PREFETCHT2 (R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	ADDQ       $0x00000100, R12
+	DECQ       R10
+	JNZ        fwd3x3S1NTAVX2_pf7
+
+fwd3x3S1NTAVX2_pfdone8:
+	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
+	ADDQ  $0x20, SI
+	ADDQ  $0x20, DX
+	ADDQ  $0x20, R8
+	SUBQ  $0x20, npix+40(FP)
+	JNZ   fwd3x3S1NTAVX2_cb5
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
+	ADDQ  R14, DI
+	ADDQ  R14, SI
+	ADDQ  R14, DX
+	ADDQ  R14, R8
+	SUBQ  $0x06, R11
+	CMPQ  R11, $0x06
+	JGE   fwd3x3S1NTAVX2_block3
+	TESTQ R11, R11
+	JZ    fwd3x3S1NTAVX2_end4
+
+	// 1..P−1 units left: redo the last block (same values, stored again).
+	MOVQ  $0x00000006, R10
+	SUBQ  R11, R10
+	IMULQ AX, R10
+	SUBQ  R10, DI
+	SUBQ  R10, SI
+	SUBQ  R10, DX
+	SUBQ  R10, R8
+	MOVQ  $0x00000006, R11
+	JMP   fwd3x3S1NTAVX2_block3
+
+fwd3x3S1NTAVX2_end4:
+	JMP fwd3x3S1NTAVX2_done2
+
+fwd3x3S1NTAVX2_small1:
+	// Fewer units than a block: one at a time.
+fwd3x3S1NTAVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S1NTAVX2_cb10:
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VMOVUPS     (R9)(BX*1), Y3
+	VMOVUPS     (R9)(AX*4), Y4
+	VMOVUPS     (R9)(CX*1), Y5
+	VMOVUPS     (R9)(BX*2), Y6
+	VMOVUPS     (R9)(R13*1), Y7
+	VMOVUPS     (R9)(AX*8), Y8
+	VXORPS      Y9, Y9, Y9
+	VFMADD231PS (SI), Y0, Y9
+	VFMADD231PS (SI)(AX*1), Y1, Y9
+	VFMADD231PS (SI)(AX*2), Y2, Y9
+	VFMADD231PS (DX), Y3, Y9
+	VFMADD231PS (DX)(AX*1), Y4, Y9
+	VFMADD231PS (DX)(AX*2), Y5, Y9
+	VFMADD231PS (R8), Y6, Y9
+	VFMADD231PS (R8)(AX*1), Y7, Y9
+	VFMADD231PS (R8)(AX*2), Y8, Y9
+	VMOVNTPS    Y9, (DI)
+	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
+	ADDQ        $0x20, SI
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, R8
+	SUBQ        $0x20, npix+40(FP)
+	JNZ         fwd3x3S1NTAVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
+	ADDQ        AX, DI
+	ADDQ        AX, SI
+	ADDQ        AX, DX
+	ADDQ        AX, R8
+	DECQ        R11
+	JNZ         fwd3x3S1NTAVX2_unit9
+
+fwd3x3S1NTAVX2_done2:
+	VZEROUPPER
+	RET
+
+// func fwd3x3S2NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·fwd3x3S2NTAVX2(SB), NOSPLIT, $0-88
+	MOVQ   o+0(FP), DI
+	MOVQ   x0+8(FP), SI
+	MOVQ   x1+16(FP), DX
+	MOVQ   x2+24(FP), R8
+	MOVQ   t+32(FP), R9
+	MOVQ   pf+64(FP), R12
+	MOVQ   px+56(FP), AX
+	LEAQ   (AX)(AX*2), BX
+	LEAQ   (AX)(AX*4), CX
+	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x04
+	JLT    fwd3x3S2NTAVX2_small1
+	IMUL3Q $0x04, AX, R14
+
+fwd3x3S2NTAVX2_block3:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S2NTAVX2_cb5:
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VMOVUPS     (R9)(BX*1), Y3
+	VMOVUPS     (R9)(AX*4), Y4
+	VMOVUPS     (R9)(CX*1), Y5
+	VMOVUPS     (R9)(BX*2), Y6
+	VMOVUPS     (R9)(R13*1), Y7
+	VMOVUPS     (R9)(AX*8), Y8
+	VXORPS      Y9, Y9, Y9
+	VXORPS      Y10, Y10, Y10
+	VXORPS      Y11, Y11, Y11
+	VXORPS      Y12, Y12, Y12
+	VFMADD231PS (SI), Y0, Y9
+	VFMADD231PS (SI)(AX*1), Y1, Y9
+	VMOVUPS     (SI)(AX*2), Y13
+	VFMADD231PS Y13, Y2, Y9
+	VFMADD231PS Y13, Y0, Y10
+	VFMADD231PS (SI)(BX*1), Y1, Y10
+	VMOVUPS     (SI)(AX*4), Y14
+	VFMADD231PS Y14, Y2, Y10
+	VFMADD231PS Y14, Y0, Y11
+	VFMADD231PS (SI)(CX*1), Y1, Y11
+	VMOVUPS     (SI)(BX*2), Y15
+	VFMADD231PS Y15, Y2, Y11
+	VFMADD231PS Y15, Y0, Y12
+	VFMADD231PS (SI)(R13*1), Y1, Y12
+	VFMADD231PS (SI)(AX*8), Y2, Y12
+	VFMADD231PS (DX), Y3, Y9
+	VFMADD231PS (DX)(AX*1), Y4, Y9
+	VMOVUPS     (DX)(AX*2), Y13
+	VFMADD231PS Y13, Y5, Y9
+	VFMADD231PS Y13, Y3, Y10
+	VFMADD231PS (DX)(BX*1), Y4, Y10
+	VMOVUPS     (DX)(AX*4), Y14
+	VFMADD231PS Y14, Y5, Y10
+	VFMADD231PS Y14, Y3, Y11
+	VFMADD231PS (DX)(CX*1), Y4, Y11
+	VMOVUPS     (DX)(BX*2), Y15
+	VFMADD231PS Y15, Y5, Y11
+	VFMADD231PS Y15, Y3, Y12
+	VFMADD231PS (DX)(R13*1), Y4, Y12
+	VFMADD231PS (DX)(AX*8), Y5, Y12
+	VFMADD231PS (R8), Y6, Y9
+	VFMADD231PS (R8)(AX*1), Y7, Y9
+	VMOVUPS     (R8)(AX*2), Y13
+	VFMADD231PS Y13, Y8, Y9
+	VFMADD231PS Y13, Y6, Y10
+	VFMADD231PS (R8)(BX*1), Y7, Y10
+	VMOVUPS     (R8)(AX*4), Y14
+	VFMADD231PS Y14, Y8, Y10
+	VFMADD231PS Y14, Y6, Y11
+	VFMADD231PS (R8)(CX*1), Y7, Y11
+	VMOVUPS     (R8)(BX*2), Y15
+	VFMADD231PS Y15, Y8, Y11
+	VFMADD231PS Y15, Y6, Y12
+	VFMADD231PS (R8)(R13*1), Y7, Y12
+	VFMADD231PS (R8)(AX*8), Y8, Y12
+	VMOVNTPS    Y9, (DI)
+	VMOVNTPS    Y10, (DI)(AX*1)
+	VMOVNTPS    Y11, (DI)(AX*2)
+	VMOVNTPS    Y12, (DI)(BX*1)
+	MOVQ        pfk+80(FP), R10
+
+fwd3x3S2NTAVX2_pf7:
+	CMPQ       R12, pfend+72(FP)
+	JAE        fwd3x3S2NTAVX2_pfdone8
+	PREFETCHT2 (R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	ADDQ       $0x00000100, R12
+	DECQ       R10
+	JNZ        fwd3x3S2NTAVX2_pf7
+
+fwd3x3S2NTAVX2_pfdone8:
+	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
+	ADDQ  $0x20, SI
+	ADDQ  $0x20, DX
+	ADDQ  $0x20, R8
+	SUBQ  $0x20, npix+40(FP)
+	JNZ   fwd3x3S2NTAVX2_cb5
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
+	ADDQ  R14, DI
+	ADDQ  R14, SI
+	ADDQ  R14, SI
+	ADDQ  R14, DX
+	ADDQ  R14, DX
+	ADDQ  R14, R8
+	ADDQ  R14, R8
+	SUBQ  $0x04, R11
+	CMPQ  R11, $0x04
+	JGE   fwd3x3S2NTAVX2_block3
+	TESTQ R11, R11
+	JZ    fwd3x3S2NTAVX2_end4
+
+	// 1..P−1 units left: redo the last block (same values, stored again).
+	MOVQ  $0x00000004, R10
+	SUBQ  R11, R10
+	IMULQ AX, R10
+	SUBQ  R10, DI
+	SUBQ  R10, SI
+	SUBQ  R10, SI
+	SUBQ  R10, DX
+	SUBQ  R10, DX
+	SUBQ  R10, R8
+	SUBQ  R10, R8
+	MOVQ  $0x00000004, R11
+	JMP   fwd3x3S2NTAVX2_block3
+
+fwd3x3S2NTAVX2_end4:
+	JMP fwd3x3S2NTAVX2_done2
+
+fwd3x3S2NTAVX2_small1:
+	// Fewer units than a block: one at a time.
+fwd3x3S2NTAVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+fwd3x3S2NTAVX2_cb10:
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VMOVUPS     (R9)(BX*1), Y3
+	VMOVUPS     (R9)(AX*4), Y4
+	VMOVUPS     (R9)(CX*1), Y5
+	VMOVUPS     (R9)(BX*2), Y6
+	VMOVUPS     (R9)(R13*1), Y7
+	VMOVUPS     (R9)(AX*8), Y8
+	VXORPS      Y9, Y9, Y9
+	VFMADD231PS (SI), Y0, Y9
+	VFMADD231PS (SI)(AX*1), Y1, Y9
+	VFMADD231PS (SI)(AX*2), Y2, Y9
+	VFMADD231PS (DX), Y3, Y9
+	VFMADD231PS (DX)(AX*1), Y4, Y9
+	VFMADD231PS (DX)(AX*2), Y5, Y9
+	VFMADD231PS (R8), Y6, Y9
+	VFMADD231PS (R8)(AX*1), Y7, Y9
+	VFMADD231PS (R8)(AX*2), Y8, Y9
+	VMOVNTPS    Y9, (DI)
+	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
+	ADDQ        $0x20, SI
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, R8
+	SUBQ        $0x20, npix+40(FP)
+	JNZ         fwd3x3S2NTAVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
+	ADDQ        AX, DI
+	ADDQ        AX, SI
+	ADDQ        AX, SI
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, R8
+	ADDQ        AX, R8
+	DECQ        R11
+	JNZ         fwd3x3S2NTAVX2_unit9
+
+fwd3x3S2NTAVX2_done2:
+	VZEROUPPER
+	RET
+
+// func bwd3x3S2NTAVX2(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nb int, px int, pf uintptr, pfend uintptr, pfk int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd3x3S2NTAVX2(SB), NOSPLIT, $0-88
+	MOVQ   o+0(FP), DI
+	MOVQ   x0+8(FP), SI
+	MOVQ   x1+16(FP), DX
+	MOVQ   x2+24(FP), R8
+	MOVQ   t+32(FP), R9
+	MOVQ   pf+64(FP), R12
+	MOVQ   px+56(FP), AX
+	LEAQ   (AX)(AX*2), BX
+	LEAQ   (AX)(AX*4), CX
+	LEAQ   (BX)(AX*4), R13
+	MOVQ   nb+48(FP), R15
+	SHLQ   $0x05, R15
+	MOVQ   npix+40(FP), R11
+	CMPQ   R11, $0x04
+	JLT    bwd3x3S2NTAVX2_small1
+	IMUL3Q $0x04, AX, R14
+
+bwd3x3S2NTAVX2_block3:
+	MOVQ R15, npix+40(FP)
+
+bwd3x3S2NTAVX2_cb5:
+	VXORPS      Y3, Y3, Y3
+	VXORPS      Y4, Y4, Y4
+	VXORPS      Y5, Y5, Y5
+	VXORPS      Y6, Y6, Y6
+	VXORPS      Y7, Y7, Y7
+	VXORPS      Y8, Y8, Y8
+	VXORPS      Y9, Y9, Y9
+	VXORPS      Y10, Y10, Y10
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VFMADD231PS (SI), Y2, Y3
+	VMOVUPS     (SI)(AX*1), Y11
+	VFMADD231PS Y11, Y2, Y5
+	VFMADD231PS Y11, Y0, Y3
+	VFMADD231PS Y11, Y1, Y4
+	VMOVUPS     (SI)(AX*2), Y12
+	VFMADD231PS Y12, Y2, Y7
+	VFMADD231PS Y12, Y0, Y5
+	VFMADD231PS Y12, Y1, Y6
+	VMOVUPS     (SI)(BX*1), Y13
+	VFMADD231PS Y13, Y2, Y9
+	VFMADD231PS Y13, Y0, Y7
+	VFMADD231PS Y13, Y1, Y8
+	VMOVUPS     (SI)(AX*4), Y14
+	VFMADD231PS Y14, Y0, Y9
+	VFMADD231PS Y14, Y1, Y10
+	VMOVUPS     (R9)(BX*1), Y0
+	VMOVUPS     (R9)(AX*4), Y1
+	VMOVUPS     (R9)(CX*1), Y2
+	VFMADD231PS (DX), Y2, Y3
+	VMOVUPS     (DX)(AX*1), Y15
+	VFMADD231PS Y15, Y2, Y5
+	VFMADD231PS Y15, Y0, Y3
+	VFMADD231PS Y15, Y1, Y4
+	VMOVUPS     (DX)(AX*2), Y11
+	VFMADD231PS Y11, Y2, Y7
+	VFMADD231PS Y11, Y0, Y5
+	VFMADD231PS Y11, Y1, Y6
+	VMOVUPS     (DX)(BX*1), Y12
+	VFMADD231PS Y12, Y2, Y9
+	VFMADD231PS Y12, Y0, Y7
+	VFMADD231PS Y12, Y1, Y8
+	VMOVUPS     (DX)(AX*4), Y13
+	VFMADD231PS Y13, Y0, Y9
+	VFMADD231PS Y13, Y1, Y10
+	VMOVUPS     (R9)(BX*2), Y0
+	VMOVUPS     (R9)(R13*1), Y1
+	VMOVUPS     (R9)(AX*8), Y2
+	VFMADD231PS (R8), Y2, Y3
+	VMOVUPS     (R8)(AX*1), Y14
+	VFMADD231PS Y14, Y2, Y5
+	VFMADD231PS Y14, Y0, Y3
+	VFMADD231PS Y14, Y1, Y4
+	VMOVUPS     (R8)(AX*2), Y15
+	VFMADD231PS Y15, Y2, Y7
+	VFMADD231PS Y15, Y0, Y5
+	VFMADD231PS Y15, Y1, Y6
+	VMOVUPS     (R8)(BX*1), Y11
+	VFMADD231PS Y11, Y2, Y9
+	VFMADD231PS Y11, Y0, Y7
+	VFMADD231PS Y11, Y1, Y8
+	VMOVUPS     (R8)(AX*4), Y12
+	VFMADD231PS Y12, Y0, Y9
+	VFMADD231PS Y12, Y1, Y10
+	VMOVNTPS    Y3, (DI)
+	VMOVNTPS    Y4, (DI)(AX*1)
+	VMOVNTPS    Y5, (DI)(AX*2)
+	VMOVNTPS    Y6, (DI)(BX*1)
+	VMOVNTPS    Y7, (DI)(AX*4)
+	VMOVNTPS    Y8, (DI)(CX*1)
+	VMOVNTPS    Y9, (DI)(BX*2)
+	VMOVNTPS    Y10, (DI)(R13*1)
+	MOVQ        pfk+80(FP), R10
+
+bwd3x3S2NTAVX2_pf7:
+	CMPQ       R12, pfend+72(FP)
+	JAE        bwd3x3S2NTAVX2_pfdone8
+	PREFETCHT2 (R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	ADDQ       $0x00000100, R12
+	DECQ       R10
+	JNZ        bwd3x3S2NTAVX2_pf7
+
+bwd3x3S2NTAVX2_pfdone8:
+	ADDQ  $0x20, DI
+	ADDQ  $0x20, R9
+	ADDQ  $0x20, SI
+	ADDQ  $0x20, DX
+	ADDQ  $0x20, R8
+	SUBQ  $0x20, npix+40(FP)
+	JNZ   bwd3x3S2NTAVX2_cb5
+	SUBQ  R15, DI
+	SUBQ  R15, R9
+	SUBQ  R15, SI
+	SUBQ  R15, DX
+	SUBQ  R15, R8
+	ADDQ  R14, DI
+	ADDQ  R14, DI
+	ADDQ  R14, SI
+	ADDQ  R14, DX
+	ADDQ  R14, R8
+	SUBQ  $0x04, R11
+	CMPQ  R11, $0x04
+	JGE   bwd3x3S2NTAVX2_block3
+	TESTQ R11, R11
+	JZ    bwd3x3S2NTAVX2_end4
+
+	// 1..P−1 units left: redo the last block (same values, stored again).
+	MOVQ  $0x00000004, R10
+	SUBQ  R11, R10
+	IMULQ AX, R10
+	SUBQ  R10, DI
+	SUBQ  R10, DI
+	SUBQ  R10, SI
+	SUBQ  R10, DX
+	SUBQ  R10, R8
+	MOVQ  $0x00000004, R11
+	JMP   bwd3x3S2NTAVX2_block3
+
+bwd3x3S2NTAVX2_end4:
+	JMP bwd3x3S2NTAVX2_done2
+
+bwd3x3S2NTAVX2_small1:
+	// Fewer units than a block: one at a time.
+bwd3x3S2NTAVX2_unit9:
+	MOVQ R15, npix+40(FP)
+
+bwd3x3S2NTAVX2_cb10:
+	VXORPS      Y3, Y3, Y3
+	VXORPS      Y4, Y4, Y4
+	VMOVUPS     (R9), Y0
+	VMOVUPS     (R9)(AX*1), Y1
+	VMOVUPS     (R9)(AX*2), Y2
+	VFMADD231PS (SI), Y2, Y3
+	VMOVUPS     (SI)(AX*1), Y5
+	VFMADD231PS Y5, Y0, Y3
+	VFMADD231PS Y5, Y1, Y4
+	VMOVUPS     (R9)(BX*1), Y0
+	VMOVUPS     (R9)(AX*4), Y1
+	VMOVUPS     (R9)(CX*1), Y2
+	VFMADD231PS (DX), Y2, Y3
+	VMOVUPS     (DX)(AX*1), Y6
+	VFMADD231PS Y6, Y0, Y3
+	VFMADD231PS Y6, Y1, Y4
+	VMOVUPS     (R9)(BX*2), Y0
+	VMOVUPS     (R9)(R13*1), Y1
+	VMOVUPS     (R9)(AX*8), Y2
+	VFMADD231PS (R8), Y2, Y3
+	VMOVUPS     (R8)(AX*1), Y7
+	VFMADD231PS Y7, Y0, Y3
+	VFMADD231PS Y7, Y1, Y4
+	VMOVNTPS    Y3, (DI)
+	VMOVNTPS    Y4, (DI)(AX*1)
+	ADDQ        $0x20, DI
+	ADDQ        $0x20, R9
+	ADDQ        $0x20, SI
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, R8
+	SUBQ        $0x20, npix+40(FP)
+	JNZ         bwd3x3S2NTAVX2_cb10
+	SUBQ        R15, DI
+	SUBQ        R15, R9
+	SUBQ        R15, SI
+	SUBQ        R15, DX
+	SUBQ        R15, R8
+	ADDQ        AX, DI
+	ADDQ        AX, DI
+	ADDQ        AX, SI
+	ADDQ        AX, DX
+	ADDQ        AX, R8
+	DECQ        R11
+	JNZ         bwd3x3S2NTAVX2_unit9
+
+bwd3x3S2NTAVX2_done2:
 	VZEROUPPER
 	RET
 
@@ -1011,4 +1619,10 @@ prefetch_loop:
 	ADDQ       $0x40, SI
 	CMPQ       SI, CX
 	JLT        prefetch_loop
+	RET
+
+// func sfence()
+// Requires: MMX+
+TEXT ·sfence(SB), NOSPLIT, $0
+	SFENCE
 	RET

@@ -6,7 +6,7 @@ package dwconv
 
 // fwd3x3S1AVX512 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels and
 // nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0), px the pixel stride in bytes;
-// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// fused multiply-adds in (p, q) order. Blocks of
 // 8 pixels (the last one overlapping), or pixel by pixel; after each
 // block it prefetches up to pfk groups of four lines of [pf, pfend)
 // into L2.
@@ -16,7 +16,7 @@ func fwd3x3S1AVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float3
 
 // fwd3x3S2AVX512 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels and
 // nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0), px the pixel stride in bytes;
-// fused multiply-adds in (p, q) order. Per channel block, blocks of
+// fused multiply-adds in (p, q) order. Blocks of
 // 8 pixels (the last one overlapping), or pixel by pixel; after each
 // block it prefetches up to pfk groups of four lines of [pf, pfend)
 // into L2.
@@ -26,12 +26,50 @@ func fwd3x3S2AVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float3
 
 // bwd3x3S2AVX512 is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows
 // in x0..x2, nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0),
-// px the pixel stride in bytes; fused multiply-adds. Per channel block,
-// blocks of 8 pairs (the last one overlapping), or pair by pair;
+// px the pixel stride in bytes; fused multiply-adds. Blocks of
+// 8 pairs (the last one overlapping), or pair by pair;
 // prefetches as fwd3x3S1.
 //
 //go:noescape
 func bwd3x3S2AVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nz int, tail int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// fwd3x3S1NTAVX512 is fwd3x3Go at stride 1 on npix ≥ 1 output pixels and
+// nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0), px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Blocks of
+// 8 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 64 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func fwd3x3S1NTAVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nz int, tail int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// fwd3x3S2NTAVX512 is fwd3x3Go at stride 2 on npix ≥ 1 output pixels and
+// nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0), px the pixel stride in bytes;
+// fused multiply-adds in (p, q) order. Blocks of
+// 8 pixels (the last one overlapping), or pixel by pixel; after each
+// block it prefetches up to pfk groups of four lines of [pf, pfend)
+// into L2.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 64 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func fwd3x3S2NTAVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nz int, tail int, px int, pf uintptr, pfend uintptr, pfk int)
+
+// bwd3x3S2NTAVX512 is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows
+// in x0..x2, nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0),
+// px the pixel stride in bytes; fused multiply-adds. Blocks of
+// 8 pairs (the last one overlapping), or pair by pair;
+// prefetches as fwd3x3S1.
+// The NT variant writes o with non-temporal stores (o and px multiples
+// of 64 bytes, whole blocks only); the caller issues an SFENCE (sfence)
+// before other threads read o.
+//
+//go:noescape
+func bwd3x3S2NTAVX512(o *float32, x0 *float32, x1 *float32, x2 *float32, t *float32, npix int, nz int, tail int, px int, pf uintptr, pfend uintptr, pfk int)
 
 // filt3x3S1AVX512 is filter3x3Go at stride 1 on npix ≥ 1 out_backprop pixels,
 // nz ≥ 0 blocks of 16 channels, then the lanes of mask tail (tail ≠ 0 if nz = 0), px the pixel stride in bytes, acc

@@ -25,7 +25,7 @@ func BenchmarkKernels(b *testing.B) {
 		vec := float64(npix * c / Block)
 		b.Run(fmt.Sprintf("Fwd3x3/c%d/s%d", c, s), func(b *testing.B) {
 			for range b.N {
-				Fwd3x3(o, x, t, npix, c, c, s, nil)
+				Fwd3x3(o, x, t, npix, c, c, s, nil, false)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/vec, "ns/vec")
 		})
@@ -45,7 +45,7 @@ func BenchmarkKernels(b *testing.B) {
 			b.Run(fmt.Sprintf("BwdInput3x3S2/c%d", c), func(b *testing.B) {
 				np := npix / 2
 				for range b.N {
-					BwdInput3x3S2(o, x, t, np, c, c, nil)
+					BwdInput3x3S2(o, x, t, np, c, c, nil, false)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*np*c/Block), "ns/vec")
 			})

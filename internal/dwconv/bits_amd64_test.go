@@ -51,8 +51,15 @@ func (h *hasher) sum() string {
 	return hex.EncodeToString(s[:12])
 }
 
-// bitsCases runs every case and returns its name and hash, in order.
-func bitsCases() (names, sums []string) {
+// bitsCases runs every case and returns its name and hash, in order;
+// with stream, the storing kernels and passes write with non-temporal
+// stores where they can (the outputs 64-byte aligned, dwStreamBytes 0).
+func bitsCases(stream bool) (names, sums []string) {
+	if stream {
+		old := dwStreamBytes
+		dwStreamBytes = 0
+		defer func() { dwStreamBytes = old }()
+	}
 	add := func(name string, h *hasher) {
 		names = append(names, name)
 		sums = append(sums, h.sum())
@@ -104,8 +111,8 @@ func bitsCases() (names, sums []string) {
 		rowLen := ((n-1)*s + 3) * c
 		x := [3][]float32{randF32(r, rowLen), randF32(r, rowLen), randF32(r, rowLen)}
 		t := randF32(r, 9*c)
-		o := make([]float32, n*c)
-		Fwd3x3(o, &x, t, n, w, c, s, nil)
+		o := aligned(n*c, 0)
+		Fwd3x3(o, &x, t, n, w, c, s, nil, stream)
 		h := &hasher{}
 		h.f32(o)
 		add("Fwd3x3 "+name, h)
@@ -119,8 +126,8 @@ func bitsCases() (names, sums []string) {
 
 		if s == 1 {
 			d := [3][]float32{randF32(r, (n+1)*c), randF32(r, (n+1)*c), randF32(r, (n+1)*c)}
-			o := make([]float32, 2*n*c)
-			BwdInput3x3S2(o, &d, t, n, w, c, nil)
+			o := aligned(2*n*c, 0)
+			BwdInput3x3S2(o, &d, t, n, w, c, nil, stream)
 			h = &hasher{}
 			h.f32(o)
 			add("BwdInput3x3S2 "+name, h)
@@ -177,7 +184,8 @@ func bitsCases() (names, sums []string) {
 }
 
 // TestAsmBits checks that every assembly tier the CPU has reproduces the
-// pinned bits of testdata/avx2_bits.txt.
+// pinned bits of testdata/avx2_bits.txt, with and without non-temporal
+// stores.
 func TestAsmBits(t *testing.T) {
 	run := 0
 	for _, isa := range modes() {
@@ -185,17 +193,19 @@ func TestAsmBits(t *testing.T) {
 			continue
 		}
 		run++
-		withMode(isa, func() { checkBits(t, isa) })
+		for _, stream := range []bool{false, true} {
+			withMode(isa, func() { checkBits(t, isa, stream) })
+		}
 	}
 	if run == 0 {
 		t.Skip("NOT RUN: no assembly kernels on this CPU")
 	}
 }
 
-func checkBits(t *testing.T, isa cpu.ISA) {
-	names, sums := bitsCases()
+func checkBits(t *testing.T, isa cpu.ISA, stream bool) {
+	names, sums := bitsCases(stream)
 	if *writeBits {
-		if isa != cpu.AVX2 {
+		if isa != cpu.AVX2 || stream {
 			return
 		}
 		var b strings.Builder
@@ -233,12 +243,12 @@ func checkBits(t *testing.T, isa cpu.ISA) {
 			t.Errorf("case %q is not in %s", name, bitsFile)
 			bad++
 		case w != sums[i]:
-			t.Errorf("%v: %s: bits differ from the pinned AVX2 results", isa, name)
+			t.Errorf("%v (stream %v): %s: bits differ from the pinned AVX2 results", isa, stream, name)
 			bad++
 		}
 		if bad > 20 {
 			t.Fatal("too many differences")
 		}
 	}
-	t.Logf("%v: %d cases bit-identical to %s", isa, len(names), bitsFile)
+	t.Logf("%v (stream %v): %d cases bit-identical to %s", isa, stream, len(names), bitsFile)
 }

@@ -114,7 +114,7 @@ func f32(v []float64) []float32 { return testutil.Convert[float32](v) }
 // TestPaths runs the three functions in float32 with the assembly paths
 // on and off, against the float64 reference (relative to the sum of the
 // terms' magnitudes), with NaN-filled outputs and scratch, and with 1 and
-// 3 threads (bit-identical).
+// 3 threads, the latter also with non-temporal stores (bit-identical).
 func TestPaths(t *testing.T) {
 	fast := 0
 	for i, c := range pathCases() {
@@ -137,9 +137,15 @@ func TestPaths(t *testing.T) {
 		for _, isa := range modes() {
 			withMode(isa, func() {
 				var first [3][]float32
-				for _, threads := range []int{1, 3} {
+				for _, threads := range []int{1, 3, -3} {
+					// Threads −3: 3 threads with non-temporal stores.
+					if threads < 0 {
+						old := dwStreamBytes
+						dwStreamBytes = 0
+						defer func() { dwStreamBytes = old }()
+					}
 					name := fmt.Sprintf("case %d %+v/%v/t%d", i, c, isa, threads)
-					res := run3(&g, threads, f32(x), f32(f), f32(dy))
+					res := run3(&g, max(threads, -threads), f32(x), f32(f), f32(dy))
 					for k, op := range []string{"Forward", "BackpropInput", "BackpropFilter"} {
 						checkClose(t, name+"/"+op, res[k], want[k], bound[k], 3e-6)
 					}

@@ -132,8 +132,10 @@ func shift3(x *[3][]float32, off int) *[3][]float32 {
 // stride-1 input gradient with the filter's columns reversed.
 //
 // The call also prefetches pf, a region the caller uses next (a hint: nil
-// for none), spread over its iterations.
-func Fwd3x3(o []float32, x *[3][]float32, t []float32, npix, w, c, s int, pf []float32) {
+// for none), spread over its iterations. With stream set it writes o with
+// non-temporal stores where the tier and o's alignment allow (streamable),
+// for outputs not read again soon.
+func Fwd3x3(o []float32, x *[3][]float32, t []float32, npix, w, c, s int, pf []float32, stream bool) {
 	checkChans(w, c)
 	if npix < 1 || (s != 1 && s != 2) {
 		panic(fmt.Sprintf("dwconv: Fwd3x3 with %d pixels at stride %d", npix, s))
@@ -143,36 +145,54 @@ func Fwd3x3(o []float32, x *[3][]float32, t []float32, npix, w, c, s int, pf []f
 	for p := range x {
 		need("input row", x[p], ((npix-1)*s+2)*c+w)
 	}
+	nt := stream && streamable(o, w, c)
 	switch {
 	case !useAsm:
 		fwd3x3Go(o, x, t, npix, w, c, s)
 	case wide():
 		nz, tail, n := wideBlocks(w)
-		if s == 1 {
-			p, e, k := spread(pf, blocks(npix, pixS1AVX512)*n)
-			fwd3x3S1AVX512(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nz, tail, 4*c, p, e, k)
-		} else {
-			p, e, k := spread(pf, blocks(npix, pixS2AVX512)*n)
-			fwd3x3S2AVX512(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nz, tail, 4*c, p, e, k)
-		}
+		kern := [2][2]func(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend uintptr, pfk int){
+			{fwd3x3S1AVX512, fwd3x3S1NTAVX512}, {fwd3x3S2AVX512, fwd3x3S2NTAVX512}}[s-1][b2i(nt)]
+		p, e, k := spread(pf, blocks(npix, [2]int{pixS1AVX512, pixS2AVX512}[s-1])*n)
+		kern(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nz, tail, 4*c, p, e, k)
 	default:
-		fwd3x3AVX2(o, x, t, npix, w/Block, c, s, pf)
+		fwd3x3AVX2(o, x, t, npix, w/Block, c, s, pf, nt)
 		if w%Block != 0 {
 			off := w - Block
-			fwd3x3AVX2(o[off:], shift3(x, off), t[off:], npix, 1, c, s, nil)
+			fwd3x3AVX2(o[off:], shift3(x, off), t[off:], npix, 1, c, s, nil, false)
 		}
 	}
 }
 
-// fwd3x3AVX2 runs the AVX2 kernel of Fwd3x3 on nb blocks of 8 channels.
-func fwd3x3AVX2(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int, pf []float32) {
-	if s == 1 {
-		p, e, k := spread(pf, blocks(npix, pixS1AVX2)*nb)
-		fwd3x3S1AVX2(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
-	} else {
-		p, e, k := spread(pf, blocks(npix, pixS2AVX2)*nb)
-		fwd3x3S2AVX2(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
+// fwd3x3AVX2 runs the AVX2 kernel of Fwd3x3 on nb blocks of 8 channels,
+// with non-temporal stores if nt.
+func fwd3x3AVX2(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int, pf []float32, nt bool) {
+	kern := [2][2]func(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int){
+		{fwd3x3S1AVX2, fwd3x3S1NTAVX2}, {fwd3x3S2AVX2, fwd3x3S2NTAVX2}}[s-1][b2i(nt)]
+	p, e, k := spread(pf, blocks(npix, [2]int{pixS1AVX2, pixS2AVX2}[s-1])*nb)
+	kern(&o[0], &x[0][0], &x[1][0], &x[2][0], &t[0], npix, nb, 4*c, p, e, k)
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
+	return 0
+}
+
+// streamable reports whether a storing kernel of the current tier can
+// write o, w of every c channels, with non-temporal stores: whole vectors
+// (no masked or shifted tail) at addresses aligned to the vector width.
+func streamable(o []float32, w, c int) bool {
+	if !useAsm {
+		return false
+	}
+	lanes := Block
+	if wide() {
+		lanes = 16
+	}
+	return w%lanes == 0 && c%lanes == 0 && uintptr(unsafe.Pointer(&o[0]))%uintptr(4*lanes) == 0
 }
 
 // BwdInput3x3S2 computes npairs ≥ 1 pairs of input-gradient pixels of a
@@ -183,9 +203,9 @@ func fwd3x3AVX2(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int, p
 //	o[2m·c+ch]     = Σ_p d[p][m·c+ch]·t[(3p+2)·c+ch] + d[p][(m+1)·c+ch]·t[3p·c+ch]
 //	o[(2m+1)·c+ch] = Σ_p d[p][(m+1)·c+ch]·t[(3p+1)·c+ch]
 //
-// summed in p order, the q = 2 term before the q = 0 term. pf is
-// prefetched as by Fwd3x3.
-func BwdInput3x3S2(o []float32, d *[3][]float32, t []float32, npairs, w, c int, pf []float32) {
+// summed in p order, the q = 2 term before the q = 0 term. pf and stream
+// are as for Fwd3x3.
+func BwdInput3x3S2(o []float32, d *[3][]float32, t []float32, npairs, w, c int, pf []float32, stream bool) {
 	checkChans(w, c)
 	if npairs < 1 {
 		panic(fmt.Sprintf("dwconv: BwdInput3x3S2 with %d pairs", npairs))
@@ -195,17 +215,26 @@ func BwdInput3x3S2(o []float32, d *[3][]float32, t []float32, npairs, w, c int, 
 	for p := range d {
 		need("out_backprop row", d[p], npairs*c+w)
 	}
+	nt := stream && streamable(o, w, c)
 	switch {
 	case !useAsm:
 		bwd3x3S2Go(o, d, t, npairs, w, c)
 	case wide():
 		nz, tail, n := wideBlocks(w)
+		kern := bwd3x3S2AVX512
+		if nt {
+			kern = bwd3x3S2NTAVX512
+		}
 		p, e, k := spread(pf, blocks(npairs, pairsAVX512)*n)
-		bwd3x3S2AVX512(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nz, tail, 4*c, p, e, k)
+		kern(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nz, tail, 4*c, p, e, k)
 	default:
 		nb := w / Block
+		kern := bwd3x3S2AVX2
+		if nt {
+			kern = bwd3x3S2NTAVX2
+		}
 		p, e, k := spread(pf, blocks(npairs, pairsAVX2)*nb)
-		bwd3x3S2AVX2(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nb, 4*c, p, e, k)
+		kern(&o[0], &d[0][0], &d[1][0], &d[2][0], &t[0], npairs, nb, 4*c, p, e, k)
 		if w%Block != 0 {
 			off := w - Block
 			bwd3x3S2AVX2(&o[off], &d[0][off], &d[1][off], &d[2][off], &t[off], npairs, 1, 4*c, 0, 0, 1)

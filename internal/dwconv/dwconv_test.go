@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/testutil"
@@ -69,7 +70,7 @@ type buf struct {
 }
 
 func newBuf(r *rand.Rand, n int, live func(i int) bool) *buf {
-	b := &buf{all: make([]float32, n+2*guard), n: n}
+	b := &buf{all: aligned(n+2*guard, guard), n: n}
 	for i := range b.all {
 		b.all[i] = float32(math.NaN())
 	}
@@ -79,6 +80,17 @@ func newBuf(r *rand.Rand, n int, live func(i int) bool) *buf {
 		}
 	}
 	return b
+}
+
+// aligned returns n float32 whose element at is 64-byte aligned (so that
+// the storing kernels' non-temporal variants can run on the operands).
+func aligned(n, at int) []float32 {
+	raw := make([]float32, n+16)
+	k := 0
+	for uintptr(unsafe.Pointer(&raw[k+at]))%64 != 0 {
+		k++
+	}
+	return raw[k : k+n : k+n]
 }
 
 // s returns the operand slice (capacity-limited, so the guards after it
@@ -182,20 +194,25 @@ func TestFwd3x3(t *testing.T) {
 			before := clone(o.all)
 			name := fmt.Sprintf("Fwd3x3 %v %v", g, isa)
 			withMode(isa, func() {
-				Fwd3x3(o.s(), &[3][]float32{x[0].s(), x[1].s(), x[2].s()}, tf.s(), n, w, c, s, x[2].all)
+				Fwd3x3(o.s(), &[3][]float32{x[0].s(), x[1].s(), x[2].s()}, tf.s(), n, w, c, s, x[2].all, false)
 				o.check(t, name, before, want, bound, set)
 				if isa == cpu.Go {
 					return
 				}
+				// The non-temporal variant stores the same bits.
+				o3 := newBuf(r, n*c, nil)
+				before3 := clone(o3.all)
+				Fwd3x3(o3.s(), &[3][]float32{x[0].s(), x[1].s(), x[2].s()}, tf.s(), n, w, c, s, nil, true)
+				sameSet(t, name+" stream", o, o3, before3, set)
 				// Any split of the row gives the same bits.
 				for k := 1; k < n; k++ {
 					o2 := newBuf(r, n*c, nil)
 					xs := [3][]float32{x[0].s(), x[1].s(), x[2].s()}
-					Fwd3x3(o2.s(), &xs, tf.s(), k, w, c, s, nil)
+					Fwd3x3(o2.s(), &xs, tf.s(), k, w, c, s, nil, false)
 					for p := range xs {
 						xs[p] = xs[p][s*k*c:]
 					}
-					Fwd3x3(o2.s()[k*c:], &xs, tf.s(), n-k, w, c, s, nil)
+					Fwd3x3(o2.s()[k*c:], &xs, tf.s(), n-k, w, c, s, nil, k%2 == 0)
 					for i, ok := range set {
 						if ok && math.Float32bits(o.all[guard+i]) != math.Float32bits(o2.all[guard+i]) {
 							t.Fatalf("%s: split at %d changes element %d", name, k, i)
@@ -241,11 +258,61 @@ func TestBwdInput3x3S2(t *testing.T) {
 		for _, isa := range modes() {
 			o := newBuf(r, size, nil)
 			before := clone(o.all)
+			name := fmt.Sprintf("BwdInput3x3S2 %v %v", g, isa)
 			withMode(isa, func() {
-				BwdInput3x3S2(o.s(), &[3][]float32{d[0].s(), d[1].s(), d[2].s()}, tf.s(), n, w, c, d[1].all[5:])
+				BwdInput3x3S2(o.s(), &[3][]float32{d[0].s(), d[1].s(), d[2].s()}, tf.s(), n, w, c, d[1].all[5:], false)
+				o.check(t, name, before, want, bound, set)
+				// The non-temporal variant stores the same bits.
+				o3 := newBuf(r, size, nil)
+				before3 := clone(o3.all)
+				BwdInput3x3S2(o3.s(), &[3][]float32{d[0].s(), d[1].s(), d[2].s()}, tf.s(), n, w, c, nil, true)
+				sameSet(t, name+" stream", o, o3, before3, set)
 			})
-			o.check(t, fmt.Sprintf("BwdInput3x3S2 %v %v", g, isa), before, want, bound, set)
 		}
+	}
+}
+
+// sameSet requires got to hold want's bits where set is true and its
+// values from before elsewhere.
+func sameSet(t *testing.T, name string, want, got *buf, before []float32, set []bool) {
+	t.Helper()
+	for i := range got.all {
+		j := i - guard
+		if j >= 0 && j < got.n && set[j] {
+			if math.Float32bits(got.all[i]) != math.Float32bits(want.all[i]) {
+				t.Fatalf("%s: element %d = %v, want %v", name, j, got.all[i], want.all[i])
+			}
+		} else if math.Float32bits(got.all[i]) != math.Float32bits(before[i]) {
+			t.Fatalf("%s: element %d (outside the written set) changed", name, j)
+		}
+	}
+}
+
+// TestStreamable checks when the storing kernels take non-temporal
+// stores: whole vectors of the tier at aligned addresses.
+func TestStreamable(t *testing.T) {
+	o := aligned(256, 0)
+	for _, isa := range modes() {
+		withMode(isa, func() {
+			for _, tc := range []struct {
+				o          []float32
+				w, c       int
+				avx2, wide bool
+			}{
+				{o, 128, 128, true, true},
+				{o, 32, 32, true, true},
+				{o, 24, 24, true, false},
+				{o, 16, 24, true, false},
+				{o, 20, 20, false, false},
+				{o[8:], 32, 32, true, false},
+				{o[4:], 32, 32, false, false},
+			} {
+				want := isa == cpu.AVX2 && tc.avx2 || isa == cpu.AVX512 && tc.wide
+				if got := streamable(tc.o, tc.w, tc.c); got != want {
+					t.Errorf("%v: streamable(offset %d, w%d, c%d) = %v, want %v", isa, (uintptr(unsafe.Pointer(&tc.o[0]))%64)/4, tc.w, tc.c, got, want)
+				}
+			}
+		})
 	}
 }
 
@@ -481,8 +548,8 @@ func TestTailOverlap(t *testing.T) {
 				xs := [3][]float32{x[0].s(), x[1].s(), x[2].s()}
 				o, o2 := newBuf(r, n*c, nil), newBuf(r, n*c, nil)
 				withMode(isa, func() {
-					Fwd3x3(o.s(), &xs, tf.s(), n, w, c, s, nil)
-					Fwd3x3(o2.s(), &xs, tf.s(), n, c, c, s, nil)
+					Fwd3x3(o.s(), &xs, tf.s(), n, w, c, s, nil, false)
+					Fwd3x3(o2.s(), &xs, tf.s(), n, c, c, s, nil, true)
 				})
 				for j := range n {
 					for ch := range w {
@@ -520,7 +587,7 @@ func TestTiersAgree(t *testing.T) {
 			var got [2][]float32
 			withMode(isa, func() {
 				o := make([]float32, n*c)
-				Fwd3x3(o, &x, tf, n, w, c, s, nil)
+				Fwd3x3(o, &x, tf, n, w, c, s, nil, false)
 				acc := make([]float32, accLen(w))
 				Filter3x3(acc, dy, &x, n, w, c, s, nil)
 				sums := make([]float32, 9*w)
@@ -559,15 +626,15 @@ func TestPanics(t *testing.T) {
 	x := make([]float32, 100)
 	rows := &[3][]float32{x, x, x}
 	for name, fn := range map[string]func(){
-		"channels":     func() { Fwd3x3(x, rows, x, 1, 16, 8, 1, nil) },
-		"few channels": func() { Fwd3x3(x, rows, x, 1, 7, 8, 1, nil) },
-		"stride":       func() { Fwd3x3(x, rows, x, 1, 8, 8, 3, nil) },
-		"pixels":       func() { Fwd3x3(x, rows, x, 0, 8, 8, 1, nil) },
-		"short output": func() { Fwd3x3(x[:10], rows, x, 2, 8, 8, 1, nil) },
-		"short row":    func() { Fwd3x3(x, &[3][]float32{x, x[:20], x}, x, 2, 8, 8, 1, nil) },
-		"short filter": func() { Fwd3x3(x, rows, x[:70], 1, 8, 8, 1, nil) },
-		"pairs":        func() { BwdInput3x3S2(x, rows, x, 0, 8, 8, nil) },
-		"short dy":     func() { BwdInput3x3S2(x, &[3][]float32{x, x, x[:20]}, x, 2, 8, 8, nil) },
+		"channels":     func() { Fwd3x3(x, rows, x, 1, 16, 8, 1, nil, false) },
+		"few channels": func() { Fwd3x3(x, rows, x, 1, 7, 8, 1, nil, false) },
+		"stride":       func() { Fwd3x3(x, rows, x, 1, 8, 8, 3, nil, false) },
+		"pixels":       func() { Fwd3x3(x, rows, x, 0, 8, 8, 1, nil, false) },
+		"short output": func() { Fwd3x3(x[:10], rows, x, 2, 8, 8, 1, nil, true) },
+		"short row":    func() { Fwd3x3(x, &[3][]float32{x, x[:20], x}, x, 2, 8, 8, 1, nil, false) },
+		"short filter": func() { Fwd3x3(x, rows, x[:70], 1, 8, 8, 1, nil, false) },
+		"pairs":        func() { BwdInput3x3S2(x, rows, x, 0, 8, 8, nil, false) },
+		"short dy":     func() { BwdInput3x3S2(x, &[3][]float32{x, x, x[:20]}, x, 2, 8, 8, nil, true) },
 		"acc":          func() { Filter3x3(x[:71], x, rows, 1, 8, 8, 1, nil) },
 		"dot taps":     func() { DotTaps(x, nil, nil, 8) },
 		"dot short":    func() { DotTaps(x, [][]float32{x[:7]}, [][]float32{x}, 8) },

@@ -55,6 +55,24 @@ func fwd3x3S2AVX512(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend
 	fwd3x3Twin(o, x0, x1, x2, t, npix, wideChans(nz, tail), px, 2)
 }
 
+// fwd3x3S1NTAVX2, fwd3x3S2NTAVX2, fwd3x3S1NTAVX512 and fwd3x3S2NTAVX512
+// are the kernels above (the assembly writes with non-temporal stores).
+func fwd3x3S1NTAVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+	fwd3x3S1AVX2(o, x0, x1, x2, t, npix, nb, px, pf, pfend, pfk)
+}
+
+func fwd3x3S2NTAVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+	fwd3x3S2AVX2(o, x0, x1, x2, t, npix, nb, px, pf, pfend, pfk)
+}
+
+func fwd3x3S1NTAVX512(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend uintptr, pfk int) {
+	fwd3x3S1AVX512(o, x0, x1, x2, t, npix, nz, tail, px, pf, pfend, pfk)
+}
+
+func fwd3x3S2NTAVX512(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend uintptr, pfk int) {
+	fwd3x3S2AVX512(o, x0, x1, x2, t, npix, nz, tail, px, pf, pfend, pfk)
+}
+
 // fwd3x3Twin runs fwd3x3Go at stride s on w channels of the slices of
 // fwd3x3S1AVX2's arguments.
 func fwd3x3Twin(o, x0, x1, x2, t *float32, npix, w, px, s int) {
@@ -74,6 +92,16 @@ func bwd3x3S2AVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr
 // channels and a tail, the out_backprop rows in x0..x2.
 func bwd3x3S2AVX512(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend uintptr, pfk int) {
 	bwd3x3S2Twin(o, x0, x1, x2, t, npix, wideChans(nz, tail), px)
+}
+
+// bwd3x3S2NTAVX2 and bwd3x3S2NTAVX512 are the kernels above (the assembly
+// writes with non-temporal stores).
+func bwd3x3S2NTAVX2(o, x0, x1, x2, t *float32, npix, nb, px int, pf, pfend uintptr, pfk int) {
+	bwd3x3S2AVX2(o, x0, x1, x2, t, npix, nb, px, pf, pfend, pfk)
+}
+
+func bwd3x3S2NTAVX512(o, x0, x1, x2, t *float32, npix, nz, tail, px int, pf, pfend uintptr, pfk int) {
+	bwd3x3S2AVX512(o, x0, x1, x2, t, npix, nz, tail, px, pf, pfend, pfk)
 }
 
 // bwd3x3S2Twin runs bwd3x3S2Go on w channels of the slices of
@@ -177,3 +205,6 @@ func addF64(dst *float64, src *float32, n int) {
 
 // prefetch is a hint with nothing to do without assembly.
 func prefetch(p *float32, n int) {}
+
+// sfence has nothing to order without non-temporal stores.
+func sfence() {}

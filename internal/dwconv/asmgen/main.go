@@ -66,9 +66,6 @@ type tier struct {
 	pixS1 int    // output pixels per block of fwd3x3S1
 	pixS2 int    // output pixels per block of fwd3x3S2
 	pairs int    // pixel pairs per block of bwd3x3S2
-	// chanOuter: the storing kernels loop over channel blocks outside,
-	// pixel blocks inside.
-	chanOuter bool
 }
 
 // tiers are the tiers asmgen writes. AVX2 keeps the blocks of the
@@ -123,9 +120,15 @@ func generate(t tier) (asm, stubs []byte, err error) {
 	ctx := build.NewContext()
 	ctx.ConstraintExpr("amd64,!noasm,!gccgo,!safe")
 	g := &gen{Context: ctx, t: t}
-	fwd(g, 1)
-	fwd(g, 2)
-	bwdS2(g)
+	for _, nt := range []bool{false, true} {
+		// The storing kernels, then their variants with non-temporal
+		// stores.
+		g.nt = nt
+		fwd(g, 1)
+		fwd(g, 2)
+		bwdS2(g)
+	}
+	g.nt = false
 	filt(g, 1)
 	filt(g, 2)
 	dotTaps(g)
@@ -134,6 +137,7 @@ func generate(t tier) (asm, stubs []byte, err error) {
 		// Tier-independent helpers, in the AVX2 file.
 		addF64(g)
 		prefetch(g)
+		sfence(g)
 	}
 	f, err := ctx.Result()
 	if err != nil {
@@ -161,6 +165,7 @@ type gen struct {
 	name   string // the routine being written, for labels
 	labels int    // labels made so far in the routine
 	masked bool   // the block being written is the masked channel tail (K1)
+	nt     bool   // the storing kernels write with non-temporal stores
 }
 
 var (
@@ -308,13 +313,28 @@ func (g *gen) load(m operand.Mem, d int) {
 	g.VMOVUPS(m, g.v(d))
 }
 
-// store writes v(s) to m.
+// store writes v(s) to m: non-temporally in the NT variants (m aligned
+// to the vector), except on the masked tail.
 func (g *gen) store(s int, m operand.Mem) {
-	if g.masked {
+	switch {
+	case g.masked:
 		g.VMOVUPS(g.v(s), kT, m)
-		return
+	case g.nt:
+		g.VMOVNTPS(g.v(s), m)
+	default:
+		g.VMOVUPS(g.v(s), m)
 	}
-	g.VMOVUPS(g.v(s), m)
+}
+
+// ntName returns the name of a storing kernel, with NT for the variant
+// with non-temporal stores, and the doc line that says so.
+func (g *gen) ntName(name string) (string, []string) {
+	if !g.nt {
+		return name, nil
+	}
+	return name + "NT", []string{"The NT variant writes o with non-temporal stores (o and px multiples",
+		fmt.Sprintf("of %d bytes, whole blocks only); the caller issues an SFENCE (sfence)", g.t.vb),
+		"before other threads read o."}
 }
 
 // fma sets v(acc) += a·b, rounded once (VFMADD231PS b, a, acc).
@@ -435,42 +455,17 @@ func (g *gen) blocksArg() operand.Mem {
 	return g.arg("nb")
 }
 
-// chanLoop runs body once per channel block: the full blocks (counted
-// down in the nb or nz argument slot), then on AVX-512 the masked tail
-// (g.masked set while it is written).
-func (g *gen) chanLoop(body func()) {
-	cb, tail := g.label("cb"), g.label("tail")
-	if g.t.zmm {
-		g.CMPQ(g.arg("nz"), imm(0))
-		g.JE(lbl(tail))
-	}
-	g.Label(cb)
-	body()
-	g.DECQ(g.blocksArg())
-	g.JNZ(lbl(cb))
-	g.Label(tail)
-	if g.t.zmm {
-		done := g.label("tdone")
-		g.CMPQ(g.arg("tail"), imm(0))
-		g.JE(lbl(done))
-		g.masked = true
-		body()
-		g.masked = false
-		g.Label(done)
-	}
-}
-
 // stream writes the loops of a storing kernel over npix units (pixels or
-// pixel pairs) of a row, in blocks of P units, the last one overlapping
-// the one before (same values stored again), or units one by one if
-// npix < P. With g.t.chanOuter the channel blocks are the outer loop (the
-// blocks' taps stay in registers across the row), else the pixel blocks
-// (each block's lines are contiguous in memory: a block of pixels runs
-// through all its channels before the next). A unit advances the output
-// DI by out pixels and the input rows SI, DX, R8 by in pixels. start(n)
-// runs at the start of each channel block of n units, body(n) computes n
-// units at the current pointers. Registers: R9 taps, R11 units left, R12
-// prefetch pointer, R14 = P·px, R15 = npix·px, R10 free in the bodies.
+// pixel pairs) of a row: blocks of P units, the last one overlapping the
+// one before (same values stored again), or units one by one if npix < P;
+// within a block, its channel blocks in turn (the full ones, then on
+// AVX-512 the masked tail), so that a block's lines are contiguous in
+// memory. A unit advances the output DI by out pixels and the input rows
+// SI, DX, R8 by in pixels. start(n) and body(n) compute n units of one
+// channel block at the current pointers (start loads what the units
+// share). Registers: R9 taps, R11 units left, R12 prefetch pointer,
+// R14 = P·px, R15 the bytes of the full channel blocks, which the npix
+// slot counts down; R10 is free in the bodies.
 func (g *gen) stream(P, out, in int, start, body func(n int)) {
 	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
 	all := append([]reg.Register{reg.RDI, reg.R9}, rows...)
@@ -489,124 +484,78 @@ func (g *gen) stream(P, out, in int, start, body func(n int)) {
 			}
 		}
 	}
-	nextChan := func() {
+	// chans runs the channel blocks of n units, then rewinds the pointers
+	// to the first block.
+	chans := func(n int, pf bool) {
+		cb, tail := g.label("cb"), g.label("tail")
+		g.MOVQ(reg.R15, g.arg("npix"))
+		if g.t.zmm {
+			g.TESTQ(reg.R15, reg.R15)
+			g.JZ(lbl(tail))
+		}
+		g.Label(cb)
+		start(n)
+		body(n)
+		if pf {
+			g.pfLoop(reg.R10)
+		}
 		for _, r := range all {
 			g.ADDQ(imm(g.t.vb), r)
 		}
-	}
-	if g.t.chanOuter {
-		g.MOVQ(g.arg("npix"), reg.R15)
-		g.IMULQ(rPX, reg.R15)
-	} else {
-		// R15 is the byte count of the full channel blocks, which the
-		// channel loop of each pixel block counts down in the npix slot
-		// (R11 holds the units left).
-		g.MOVQ(g.blocksArg(), reg.R15)
-		g.SHLQ(imm(map[bool]int{false: 5, true: 6}[g.t.zmm]), reg.R15)
-	}
-	small, done := g.label("small"), g.label("done")
-	g.CMPQ(g.arg("npix"), imm(P))
-	g.JLT(lbl(small))
-	g.IMUL3Q(imm(P), rPX, reg.R14)
-	redo := func(block string) {
-		end := g.label("end")
-		g.SUBQ(imm(P), reg.R11)
-		g.CMPQ(reg.R11, imm(P))
-		g.JGE(lbl(block))
-		g.TESTQ(reg.R11, reg.R11)
-		g.JZ(lbl(end))
-		g.Comment("1..P−1 units left: redo the last block (same values, stored again).")
-		g.MOVQ(operand.U32(P), reg.R10)
-		g.SUBQ(reg.R11, reg.R10)
-		g.IMULQ(rPX, reg.R10)
-		step(reg.R10, true)
-		g.MOVQ(operand.U32(P), reg.R11)
-		g.JMP(lbl(block))
-		g.Label(end)
-	}
-	if g.t.chanOuter {
-		g.chanLoop(func() {
-			start(P)
-			block := g.label("block")
-			g.MOVQ(g.arg("npix"), reg.R11)
-			g.Label(block)
-			body(P)
-			g.pfLoop(reg.R10)
-			step(reg.R14, false)
-			redo(block)
-			step(reg.R15, true)
-			nextChan()
-		})
-		g.JMP(lbl(done))
-		g.Label(small)
-		g.Comment("Fewer units than a block: one at a time.")
-		g.chanLoop(func() {
-			start(1)
-			unit := g.label("unit")
-			g.MOVQ(g.arg("npix"), reg.R11)
-			g.Label(unit)
-			body(1)
-			step(rPX, false)
-			g.DECQ(reg.R11)
-			g.JNZ(lbl(unit))
-			step(reg.R15, true)
-			nextChan()
-		})
-	} else {
-		rewind := func() {
-			for _, r := range all {
-				g.SUBQ(reg.R15, r)
-			}
-		}
-		chans := func(n int, pf bool) {
-			cb, tail := g.label("cb"), g.label("tail")
-			g.MOVQ(reg.R15, g.arg("npix"))
-			if g.t.zmm {
-				g.TESTQ(reg.R15, reg.R15)
-				g.JZ(lbl(tail))
-			}
-			g.Label(cb)
+		g.SUBQ(imm(g.t.vb), g.arg("npix"))
+		g.JNZ(lbl(cb))
+		g.Label(tail)
+		if g.t.zmm {
+			done := g.label("tdone")
+			g.CMPQ(g.arg("tail"), imm(0))
+			g.JE(lbl(done))
+			g.masked = true
 			start(n)
 			body(n)
 			if pf {
 				g.pfLoop(reg.R10)
 			}
-			nextChan()
-			g.SUBQ(imm(g.t.vb), g.arg("npix"))
-			g.JNZ(lbl(cb))
-			g.Label(tail)
-			if g.t.zmm {
-				tdone := g.label("tdone")
-				g.CMPQ(g.arg("tail"), imm(0))
-				g.JE(lbl(tdone))
-				g.masked = true
-				start(n)
-				body(n)
-				if pf {
-					g.pfLoop(reg.R10)
-				}
-				g.masked = false
-				g.Label(tdone)
-			}
-			rewind()
+			g.masked = false
+			g.Label(done)
 		}
-		g.MOVQ(g.arg("npix"), reg.R11)
-		block := g.label("block")
-		g.Label(block)
-		chans(P, true)
-		step(reg.R14, false)
-		redo(block)
-		g.JMP(lbl(done))
-		g.Label(small)
-		g.Comment("Fewer units than a block: one at a time.")
-		g.MOVQ(g.arg("npix"), reg.R11)
-		unit := g.label("unit")
-		g.Label(unit)
-		chans(1, false)
-		step(rPX, false)
-		g.DECQ(reg.R11)
-		g.JNZ(lbl(unit))
+		for _, r := range all {
+			g.SUBQ(reg.R15, r)
+		}
 	}
+	g.MOVQ(g.blocksArg(), reg.R15)
+	g.SHLQ(imm(map[bool]int{false: 5, true: 6}[g.t.zmm]), reg.R15)
+	g.MOVQ(g.arg("npix"), reg.R11)
+	small, done := g.label("small"), g.label("done")
+	g.CMPQ(reg.R11, imm(P))
+	g.JLT(lbl(small))
+	g.IMUL3Q(imm(P), rPX, reg.R14)
+	block, end := g.label("block"), g.label("end")
+	g.Label(block)
+	chans(P, true)
+	step(reg.R14, false)
+	g.SUBQ(imm(P), reg.R11)
+	g.CMPQ(reg.R11, imm(P))
+	g.JGE(lbl(block))
+	g.TESTQ(reg.R11, reg.R11)
+	g.JZ(lbl(end))
+	g.Comment("1..P−1 units left: redo the last block (same values, stored again).")
+	g.MOVQ(operand.U32(P), reg.R10)
+	g.SUBQ(reg.R11, reg.R10)
+	g.IMULQ(rPX, reg.R10)
+	step(reg.R10, true)
+	g.MOVQ(operand.U32(P), reg.R11)
+	g.JMP(lbl(block))
+	g.Label(end)
+	g.JMP(lbl(done))
+
+	g.Label(small)
+	g.Comment("Fewer units than a block: one at a time.")
+	unit := g.label("unit")
+	g.Label(unit)
+	chans(1, false)
+	step(rPX, false)
+	g.DECQ(reg.R11)
+	g.JNZ(lbl(unit))
 	g.Label(done)
 	g.VZEROUPPER()
 	g.RET()
@@ -642,13 +591,14 @@ func fwd(g *gen, s int) {
 	if s == 2 {
 		P = g.t.pixS2
 	}
-	g.fn(fmt.Sprintf("fwd3x3S%d", s), false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
-		fmt.Sprintf("is fwd3x3Go at stride %d on npix ≥ 1 output pixels and", s),
-		g.chanDoc()+", px the pixel stride in bytes;",
-		"fused multiply-adds in (p, q) order. Per channel block, blocks of",
-		fmt.Sprintf("%d pixels (the last one overlapping), or pixel by pixel; after each", P),
-		"block it prefetches up to pfk groups of four lines of [pf, pfend)",
-		"into L2.")
+	name, ntDoc := g.ntName(fmt.Sprintf("fwd3x3S%d", s))
+	g.fn(name, false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
+		append([]string{fmt.Sprintf("is fwd3x3Go at stride %d on npix ≥ 1 output pixels and", s),
+			g.chanDoc() + ", px the pixel stride in bytes;",
+			"fused multiply-adds in (p, q) order. Blocks of",
+			fmt.Sprintf("%d pixels (the last one overlapping), or pixel by pixel; after each", P),
+			"block it prefetches up to pfk groups of four lines of [pf, pfend)",
+			"into L2."}, ntDoc...)...)
 	g.storeArgs()
 	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
 	g.stream(P, 1, s, func(int) {
@@ -689,12 +639,13 @@ func fwd(g *gen, s int) {
 // e_m and o_m follow them.
 func bwdS2(g *gen) {
 	P := g.t.pairs
-	g.fn("bwd3x3S2", false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
-		"is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows",
-		"in x0..x2, "+g.chanDoc()+",",
-		"px the pixel stride in bytes; fused multiply-adds. Per channel block,",
-		fmt.Sprintf("blocks of %d pairs (the last one overlapping), or pair by pair;", P),
-		"prefetches as fwd3x3S1.")
+	name, ntDoc := g.ntName("bwd3x3S2")
+	g.fn(name, false, fmt.Sprintf("func(o, x0, x1, x2, t *float32, npix, %s, px int, pf, pfend uintptr, pfk int)", g.chanSig()),
+		append([]string{"is bwd3x3S2Go on npix ≥ 1 pixel pairs, the out_backprop rows",
+			"in x0..x2, " + g.chanDoc() + ",",
+			"px the pixel stride in bytes; fused multiply-adds. Blocks of",
+			fmt.Sprintf("%d pairs (the last one overlapping), or pair by pair;", P),
+			"prefetches as fwd3x3S1."}, ntDoc...)...)
 	g.storeArgs()
 	rows := []reg.Register{reg.RSI, reg.RDX, reg.R8}
 	// Taps held all at once need 9 registers, the outputs 2P, and a
@@ -1050,5 +1001,13 @@ func prefetch(g *gen) {
 	g.ADDQ(imm(64), reg.RSI)
 	g.CMPQ(reg.RSI, reg.RCX)
 	g.JLT(lbl("prefetch_loop"))
+	g.RET()
+}
+
+func sfence(g *gen) {
+	g.fn("sfence", true, "func()",
+		"orders the non-temporal stores before it before the stores after",
+		"it (SFENCE): the storing passes call it when their NT kernels are done.")
+	g.SFENCE()
 	g.RET()
 }
