@@ -13,7 +13,8 @@
 // multiply-adds from zero in the (p, q) tap order for the storing kernels,
 // the pair scheme of Filter3x3 for the filter gradient), so the tiers give
 // the same bits; they differ in vector width, pixels per block (registers:
-// 16 on AVX2, 32 on AVX-512) and tails. Run it with go generate in
+// 16 on AVX2, 32 on AVX-512) and tails. The storing kernels also come as
+// NT variants with non-temporal stores. Run it with go generate in
 // internal/dwconv; the output is deterministic, so a second run leaves the
 // tree unchanged.
 package main
@@ -59,7 +60,7 @@ type file struct {
 
 // tier is an ISA tier and the shape of its kernels.
 type tier struct {
-	name  string // in routine names and file names (lower case)
+	name  string // in routine names: AVX2, AVX512
 	zmm   bool   // ZMM registers, 16 lanes, masked channel tails
 	vb    int    // vector bytes
 	nreg  int    // vector registers
