@@ -74,9 +74,9 @@ func main() {
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
 	registerDistFlags(&c.dist)
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
-	flag.IntVar(&c.pad, "pad", 2, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
-	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
-	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
+	flag.IntVar(&c.pad, "pad", 0, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
+	flag.BoolVar(&c.flip, "flip", false, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.smooth, "label-smoothing", 0, "label smoothing of the training loss, in [0, 1)")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
