@@ -55,8 +55,8 @@ var (
 // settle the pool) every request finds the same block and header as in
 // the step before, and nothing is allocated.
 type arena struct {
-	free   map[tensor.Dtype][]*block // free blocks by ascending (capacity, id)
-	all    map[tensor.Dtype][]*block // every block, by ascending (capacity, id)
+	free   map[tensor.Dtype][]*block // free blocks by ascending capacity, then descending id
+	all    map[tensor.Dtype][]*block // every block, in the same order
 	live   map[*tensor.Dense]*block  // buffers handed out, by header
 	nextID int32
 
@@ -94,9 +94,10 @@ func (a *arena) init() {
 	}
 }
 
-// blockLess orders blocks by capacity, then by id.
+// blockLess orders blocks by ascending capacity, then by descending id
+// (the first block made of a capacity ends its run).
 func blockLess(x *block, c int, id int32) bool {
-	return x.cap < c || x.cap == c && x.id < id
+	return x.cap < c || x.cap == c && x.id > id
 }
 
 // search returns the index of the first block of l not before (c, id).
@@ -135,10 +136,13 @@ func (a *arena) Alloc(dt tensor.Dtype, shape []int, zeroed bool) (*tensor.Dense,
 	var b *block
 	fresh := false
 	l := a.free[dt]
-	i := search(l, n, -1)
+	i := search(l, n, math.MaxInt32)
 	if i < len(l) && l[i].cap <= maxWaste*n {
-		b = l[i]
-		copy(l[i:], l[i+1:])
+		// The first block made of that capacity: the last of its run, so
+		// many free blocks of one size cost no copying.
+		j := search(l[i:], l[i].cap+1, math.MaxInt32) + i - 1
+		b = l[j]
+		copy(l[j:], l[j+1:])
 		l[len(l)-1] = nil
 		a.free[dt] = l[:len(l)-1]
 	} else {

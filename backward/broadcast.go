@@ -1,7 +1,10 @@
 package backward
 
 import (
+	"sync/atomic"
+
 	"github.com/tapegrad/tapegrad/forward"
+	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/registry"
 )
 
@@ -22,17 +25,20 @@ func sumToShape(e registry.Emitter, g registry.Value, shape []int) registry.Valu
 		return g
 	}
 	lead := len(gs) - len(shape)
-	var axes, kept []int
+	var kbuf [tensorx.MaxRank]int
+	kept := kbuf[:0]
+	var mask uint64 // the summed axes
 	for i, d := range gs {
 		switch {
 		case i < lead:
-			axes = append(axes, i)
+			mask |= 1 << i
 		case lead >= 0 && shape[i-lead] == 1 && d != 1:
-			axes = append(axes, i)
+			mask |= 1 << i
 		default:
 			kept = append(kept, d)
 		}
 	}
+	axes := axesList(mask)
 	s := g
 	if len(axes) > 0 {
 		// sumAttrs: Sum's defaults (keep_dims false).
@@ -55,4 +61,29 @@ func bcSameShape[A, B ~[]int](a A, b B) bool {
 		}
 	}
 	return true
+}
+
+// axesCache holds the axis list of every set of axes below 8, by bit mask:
+// shared, immutable slices that sumToShape hands to Emitter.Ints (which
+// copies them), so that a broadcast gradient's reduction allocates
+// nothing for its axes.
+var axesCache [256]atomic.Pointer[[]int]
+
+// axesList returns the sorted axes of the bit mask.
+func axesList(mask uint64) []int {
+	if mask < uint64(len(axesCache)) {
+		if p := axesCache[mask].Load(); p != nil {
+			return *p
+		}
+	}
+	var axes []int
+	for i := 0; mask>>i != 0; i++ {
+		if mask&(1<<i) != 0 {
+			axes = append(axes, i)
+		}
+	}
+	if mask < uint64(len(axesCache)) {
+		axesCache[mask].Store(&axes)
+	}
+	return axes
 }

@@ -10,6 +10,8 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpAvgPoolGrad is the name of the AvgPoolGrad op.
+	OpAvgPoolGrad = "AvgPoolGrad"
 	// OpBiasAddGrad is the name of the BiasAddGrad op.
 	OpBiasAddGrad = "BiasAddGrad"
 	// OpConv2DBackpropFilter is the name of the Conv2DBackpropFilter op.
@@ -34,6 +36,10 @@ const (
 	OpFusedBatchNormGrad = "FusedBatchNormGrad"
 	// OpFusedBatchNormGradV3 is the name of the FusedBatchNormGradV3 op.
 	OpFusedBatchNormGradV3 = "FusedBatchNormGradV3"
+	// OpMaxPoolGrad is the name of the MaxPoolGrad op.
+	OpMaxPoolGrad = "MaxPoolGrad"
+	// OpMaxPoolGradGrad is the name of the MaxPoolGradGrad op.
+	OpMaxPoolGradGrad = "MaxPoolGradGrad"
 	// OpRelu6Grad is the name of the Relu6Grad op.
 	OpRelu6Grad = "Relu6Grad"
 	// OpReluGrad is the name of the ReluGrad op.
@@ -44,6 +50,8 @@ const (
 	OpSigmoidGrad = "SigmoidGrad"
 	// OpSqrtGrad is the name of the SqrtGrad op.
 	OpSqrtGrad = "SqrtGrad"
+	// OpStridedSliceGrad is the name of the StridedSliceGrad op.
+	OpStridedSliceGrad = "StridedSliceGrad"
 	// OpTanhGrad is the name of the TanhGrad op.
 	OpTanhGrad = "TanhGrad"
 	// OpFakeQuantWithMinMaxVarsGradientAdjoint is the name of the tapegrad.FakeQuantWithMinMaxVarsGradientAdjoint op.
@@ -54,7 +62,15 @@ const (
 	OpFractionalAvgPoolWithSequences = "tapegrad.FractionalAvgPoolWithSequences"
 	// OpFractionalMaxPoolGradGrad is the name of the tapegrad.FractionalMaxPoolGradGrad op.
 	OpFractionalMaxPoolGradGrad = "tapegrad.FractionalMaxPoolGradGrad"
+	// OpSliceGrad is the name of the tapegrad.SliceGrad op.
+	OpSliceGrad = "tapegrad.SliceGrad"
 )
+
+// AvgPoolGrad applies AvgPoolGrad on e: output (shape orig_input_shape) = each grad value divided by its window's input count, added over the window: the gradient of AvgPool.
+// Inputs: orig_input_shape, grad. Output: output.
+func AvgPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInputShape registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpAvgPoolGrad, attrs.Boxed(), origInputShape, grad)
+}
 
 // BiasAddGrad applies BiasAddGrad on e: the gradient of BiasAdd's bias: out_backprop summed over every dimension but the channel one.
 // Inputs: out_backprop. Output: output.
@@ -128,6 +144,18 @@ func FusedBatchNormGradV3(e registry.Emitter, attrs registry.Attrs[forward.Fused
 	return registry.Apply(e, OpFusedBatchNormGradV3, attrs.Boxed(), yBackprop, x, scale, reserveSpace1, reserveSpace2, reserveSpace3)
 }
 
+// MaxPoolGrad applies MaxPoolGrad on e: output = grad added at the first maximum (row-major) of each MaxPool window of orig_input: the gradient of MaxPool.
+// Inputs: orig_input, orig_output, grad. Output: output.
+func MaxPoolGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPoolGrad, attrs.Boxed(), origInput, origOutput, grad)
+}
+
+// MaxPoolGradGrad applies MaxPoolGradGrad on e: output = grad (shaped like orig_input) at the first element of each window equal to orig_output: the gradient of MaxPoolGrad.
+// Inputs: orig_input, orig_output, grad. Output: output.
+func MaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[forward.PoolAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad)
+}
+
 // Relu6Grad applies Relu6Grad on e: backprops = gradients * (0 < features < 6), the gradient of Relu6 (features: its input or output).
 // Inputs: gradients, features. Output: backprops.
 func Relu6Grad(e registry.Emitter, gradients registry.Value, features registry.Value) registry.Value {
@@ -158,6 +186,12 @@ func SqrtGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.
 	return registry.Apply1(e, OpSqrtGrad, nil, y, dy)
 }
 
+// StridedSliceGrad applies StridedSliceGrad on e: output = zeros of shape with dy written at the positions StridedSlice(begin, end, strides, masks) reads: its gradient.
+// Inputs: shape, begin, end, strides, dy. Output: output.
+func StridedSliceGrad(e registry.Emitter, attrs registry.Attrs[forward.StridedSliceAttrs], shape registry.Value, begin registry.Value, end registry.Value, strides registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpStridedSliceGrad, attrs.Boxed(), shape, begin, end, strides, dy)
+}
+
 // TanhGrad applies TanhGrad on e: z = dy * (1 - y^2), the gradient of y = tanh(x).
 // Inputs: y, dy. Output: z.
 func TanhGrad(e registry.Emitter, y registry.Value, dy registry.Value) registry.Value {
@@ -186,4 +220,10 @@ func FractionalAvgPoolWithSequences(e registry.Emitter, attrs registry.Attrs[for
 // Inputs: orig_input, orig_output, grad, row_pooling_sequence, col_pooling_sequence. Output: output.
 func FractionalMaxPoolGradGrad(e registry.Emitter, attrs registry.Attrs[forward.FractionalPoolGradAttrs], origInput registry.Value, origOutput registry.Value, grad registry.Value, rowPoolingSequence registry.Value, colPoolingSequence registry.Value) registry.Value {
 	return registry.Apply1(e, OpFractionalMaxPoolGradGrad, attrs.Boxed(), origInput, origOutput, grad, rowPoolingSequence, colPoolingSequence)
+}
+
+// SliceGrad applies tapegrad.SliceGrad on e: output = zeros of shape with dy written at begin: the gradient of Slice (tapegrad op, beyond TensorFlow).
+// Inputs: shape, begin, dy. Output: output.
+func SliceGrad(e registry.Emitter, shape registry.Value, begin registry.Value, dy registry.Value) registry.Value {
+	return registry.Apply1(e, OpSliceGrad, nil, shape, begin, dy)
 }

@@ -9,20 +9,32 @@ import (
 // The names of the ops whose builders follow, as registered (for
 // registry.Lookup, Tape.Apply and error messages).
 const (
+	// OpAbs is the name of the Abs op.
+	OpAbs = "Abs"
 	// OpAddN is the name of the AddN op.
 	OpAddN = "AddN"
 	// OpAddV2 is the name of the AddV2 op.
 	OpAddV2 = "AddV2"
+	// OpArgMax is the name of the ArgMax op.
+	OpArgMax = "ArgMax"
+	// OpArgMin is the name of the ArgMin op.
+	OpArgMin = "ArgMin"
+	// OpAvgPool is the name of the AvgPool op.
+	OpAvgPool = "AvgPool"
 	// OpBiasAdd is the name of the BiasAdd op.
 	OpBiasAdd = "BiasAdd"
 	// OpBroadcastTo is the name of the BroadcastTo op.
 	OpBroadcastTo = "BroadcastTo"
 	// OpCast is the name of the Cast op.
 	OpCast = "Cast"
+	// OpConcatV2 is the name of the ConcatV2 op.
+	OpConcatV2 = "ConcatV2"
 	// OpConv2D is the name of the Conv2D op.
 	OpConv2D = "Conv2D"
 	// OpDepthwiseConv2dNative is the name of the DepthwiseConv2dNative op.
 	OpDepthwiseConv2dNative = "DepthwiseConv2dNative"
+	// OpEqual is the name of the Equal op.
+	OpEqual = "Equal"
 	// OpExp is the name of the Exp op.
 	OpExp = "Exp"
 	// OpFakeQuantWithMinMaxArgs is the name of the FakeQuantWithMinMaxArgs op.
@@ -41,26 +53,48 @@ const (
 	OpFusedBatchNorm = "FusedBatchNorm"
 	// OpFusedBatchNormV3 is the name of the FusedBatchNormV3 op.
 	OpFusedBatchNormV3 = "FusedBatchNormV3"
+	// OpGreater is the name of the Greater op.
+	OpGreater = "Greater"
+	// OpGreaterEqual is the name of the GreaterEqual op.
+	OpGreaterEqual = "GreaterEqual"
 	// OpIdentity is the name of the Identity op.
 	OpIdentity = "Identity"
 	// OpInvertPermutation is the name of the InvertPermutation op.
 	OpInvertPermutation = "InvertPermutation"
 	// OpL2Loss is the name of the L2Loss op.
 	OpL2Loss = "L2Loss"
+	// OpLess is the name of the Less op.
+	OpLess = "Less"
+	// OpLessEqual is the name of the LessEqual op.
+	OpLessEqual = "LessEqual"
 	// OpLog is the name of the Log op.
 	OpLog = "Log"
 	// OpLogSoftmax is the name of the LogSoftmax op.
 	OpLogSoftmax = "LogSoftmax"
 	// OpMatMul is the name of the MatMul op.
 	OpMatMul = "MatMul"
+	// OpMaxPool is the name of the MaxPool op.
+	OpMaxPool = "MaxPool"
+	// OpMaximum is the name of the Maximum op.
+	OpMaximum = "Maximum"
 	// OpMean is the name of the Mean op.
 	OpMean = "Mean"
+	// OpMinimum is the name of the Minimum op.
+	OpMinimum = "Minimum"
 	// OpMul is the name of the Mul op.
 	OpMul = "Mul"
 	// OpNeg is the name of the Neg op.
 	OpNeg = "Neg"
+	// OpNotEqual is the name of the NotEqual op.
+	OpNotEqual = "NotEqual"
 	// OpOnesLike is the name of the OnesLike op.
 	OpOnesLike = "OnesLike"
+	// OpPad is the name of the Pad op.
+	OpPad = "Pad"
+	// OpPadV2 is the name of the PadV2 op.
+	OpPadV2 = "PadV2"
+	// OpPow is the name of the Pow op.
+	OpPow = "Pow"
 	// OpRealDiv is the name of the RealDiv op.
 	OpRealDiv = "RealDiv"
 	// OpRelu is the name of the Relu op.
@@ -71,8 +105,16 @@ const (
 	OpReshape = "Reshape"
 	// OpRsqrt is the name of the Rsqrt op.
 	OpRsqrt = "Rsqrt"
+	// OpSelect is the name of the Select op.
+	OpSelect = "Select"
+	// OpSelectV2 is the name of the SelectV2 op.
+	OpSelectV2 = "SelectV2"
 	// OpSigmoid is the name of the Sigmoid op.
 	OpSigmoid = "Sigmoid"
+	// OpSign is the name of the Sign op.
+	OpSign = "Sign"
+	// OpSlice is the name of the Slice op.
+	OpSlice = "Slice"
 	// OpSoftmax is the name of the Softmax op.
 	OpSoftmax = "Softmax"
 	// OpSoftmaxCrossEntropyWithLogits is the name of the SoftmaxCrossEntropyWithLogits op.
@@ -85,6 +127,8 @@ const (
 	OpSquare = "Square"
 	// OpStopGradient is the name of the StopGradient op.
 	OpStopGradient = "StopGradient"
+	// OpStridedSlice is the name of the StridedSlice op.
+	OpStridedSlice = "StridedSlice"
 	// OpSub is the name of the Sub op.
 	OpSub = "Sub"
 	// OpSum is the name of the Sum op.
@@ -99,6 +143,12 @@ const (
 	OpReducedShape = "tapegrad.ReducedShape"
 )
 
+// Abs applies Abs on e: y = |x|.
+// Inputs: x. Output: y.
+func Abs(e registry.Emitter, x registry.Value) registry.Value {
+	return registry.Apply1(e, OpAbs, nil, x)
+}
+
 // AddN applies AddN on e: elementwise sum of one or more tensors of equal shape and dtype.
 // Inputs: inputs. Output: sum.
 func AddN(e registry.Emitter, inputs ...registry.Value) registry.Value {
@@ -109,6 +159,24 @@ func AddN(e registry.Emitter, inputs ...registry.Value) registry.Value {
 // Inputs: x, y. Output: z.
 func AddV2(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
 	return registry.Apply1(e, OpAddV2, nil, x, y)
+}
+
+// ArgMax applies ArgMax on e: output = the index of the first largest element of input along dimension.
+// Inputs: input, dimension. Output: output.
+func ArgMax(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registry.Value, dimension registry.Value) registry.Value {
+	return registry.Apply1(e, OpArgMax, attrs.Boxed(), input, dimension)
+}
+
+// ArgMin applies ArgMin on e: output = the index of the first smallest element of input along dimension.
+// Inputs: input, dimension. Output: output.
+func ArgMin(e registry.Emitter, attrs registry.Attrs[ArgMaxAttrs], input registry.Value, dimension registry.Value) registry.Value {
+	return registry.Apply1(e, OpArgMin, attrs.Boxed(), input, dimension)
+}
+
+// AvgPool applies AvgPool on e: output = the mean of each ksize window of value [N,H,W,C] (or NCHW) moved by strides, over the window's input elements only.
+// Inputs: value. Output: output.
+func AvgPool(e registry.Emitter, attrs registry.Attrs[PoolAttrs], value registry.Value) registry.Value {
+	return registry.Apply1(e, OpAvgPool, attrs.Boxed(), value)
 }
 
 // BiasAdd applies BiasAdd on e: value + bias, the rank-1 bias added along the channel dimension of value (last for NHWC, dimension 1 for NCHW).
@@ -129,6 +197,15 @@ func Cast(e registry.Emitter, attrs registry.Attrs[CastAttrs], x registry.Value)
 	return registry.Apply1(e, OpCast, attrs.Boxed(), x)
 }
 
+// ConcatV2 applies ConcatV2 on e: output = values (two or more tensors) concatenated along axis (a scalar int32/int64 in [-rank, rank)).
+// Inputs: values, axis. Output: output.
+func ConcatV2(e registry.Emitter, values []registry.Value, axis registry.Value) registry.Value {
+	in := e.Values(len(values) + 1)
+	copy(in, values)
+	in[len(values)] = axis
+	return e.Apply(OpConcatV2, nil, in...)[0]
+}
+
 // Conv2D applies Conv2D on e: 2-D cross-correlation of input [N,H,W,C] (or NCHW) with filter [KH,KW,Cf,O]; grouped when C is a multiple of Cf.
 // Inputs: input, filter. Output: output.
 func Conv2D(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registry.Value, filter registry.Value) registry.Value {
@@ -139,6 +216,12 @@ func Conv2D(e registry.Emitter, attrs registry.Attrs[Conv2DAttrs], input registr
 // Inputs: input, filter. Output: output.
 func DepthwiseConv2dNative(e registry.Emitter, attrs registry.Attrs[DepthwiseConv2dAttrs], input registry.Value, filter registry.Value) registry.Value {
 	return registry.Apply1(e, OpDepthwiseConv2dNative, attrs.Boxed(), input, filter)
+}
+
+// Equal applies Equal on e: z = x == y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Equal(e registry.Emitter, attrs registry.Attrs[EqualAttrs], x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpEqual, attrs.Boxed(), x, y)
 }
 
 // Exp applies Exp on e: y = exp(x).
@@ -195,6 +278,18 @@ func FusedBatchNormV3(e registry.Emitter, attrs registry.Attrs[FusedBatchNormAtt
 	return registry.Apply(e, OpFusedBatchNormV3, attrs.Boxed(), x, scale, offset, mean, variance)
 }
 
+// Greater applies Greater on e: z = x > y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Greater(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpGreater, nil, x, y)
+}
+
+// GreaterEqual applies GreaterEqual on e: z = x >= y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func GreaterEqual(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpGreaterEqual, nil, x, y)
+}
+
 // Identity applies Identity on e: y = x (a copy).
 // Inputs: input. Output: output.
 func Identity(e registry.Emitter, input registry.Value) registry.Value {
@@ -211,6 +306,18 @@ func InvertPermutation(e registry.Emitter, x registry.Value) registry.Value {
 // Inputs: t. Output: output.
 func L2Loss(e registry.Emitter, t registry.Value) registry.Value {
 	return registry.Apply1(e, OpL2Loss, nil, t)
+}
+
+// Less applies Less on e: z = x < y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func Less(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpLess, nil, x, y)
+}
+
+// LessEqual applies LessEqual on e: z = x <= y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func LessEqual(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpLessEqual, nil, x, y)
 }
 
 // Log applies Log on e: y = log(x) (natural logarithm).
@@ -231,10 +338,28 @@ func MatMul(e registry.Emitter, attrs registry.Attrs[MatMulAttrs], a registry.Va
 	return registry.Apply1(e, OpMatMul, attrs.Boxed(), a, b)
 }
 
+// MaxPool applies MaxPool on e: output = the maximum of each ksize window of input [N,H,W,C] (or NCHW) moved by strides, VALID or SAME padding (padding never read).
+// Inputs: input. Output: output.
+func MaxPool(e registry.Emitter, attrs registry.Attrs[PoolAttrs], input registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaxPool, attrs.Boxed(), input)
+}
+
+// Maximum applies Maximum on e: z = max(x, y), broadcasting (NaN if either is NaN).
+// Inputs: x, y. Output: z.
+func Maximum(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpMaximum, nil, x, y)
+}
+
 // Mean applies Mean on e: mean of input over the axes in reduction_indices (int32/int64 scalar or vector); the mean over an empty dimension is NaN.
 // Inputs: input, reduction_indices. Output: output.
 func Mean(e registry.Emitter, attrs registry.Attrs[SumAttrs], input registry.Value, reductionIndices registry.Value) registry.Value {
 	return registry.Apply1(e, OpMean, attrs.Boxed(), input, reductionIndices)
+}
+
+// Minimum applies Minimum on e: z = min(x, y), broadcasting (NaN if either is NaN).
+// Inputs: x, y. Output: z.
+func Minimum(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpMinimum, nil, x, y)
 }
 
 // Mul applies Mul on e: z = x * y, broadcasting.
@@ -249,10 +374,34 @@ func Neg(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpNeg, nil, x)
 }
 
+// NotEqual applies NotEqual on e: z = x != y elementwise (bool), broadcasting.
+// Inputs: x, y. Output: z.
+func NotEqual(e registry.Emitter, attrs registry.Attrs[EqualAttrs], x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpNotEqual, attrs.Boxed(), x, y)
+}
+
 // OnesLike applies OnesLike on e: ones of x's shape and dtype.
 // Inputs: x. Output: y.
 func OnesLike(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpOnesLike, nil, x)
+}
+
+// Pad applies Pad on e: output = input padded with zeros: paddings[i] = (before, after) along dimension i (an int32/int64 [rank, 2] matrix).
+// Inputs: input, paddings. Output: output.
+func Pad(e registry.Emitter, input registry.Value, paddings registry.Value) registry.Value {
+	return registry.Apply1(e, OpPad, nil, input, paddings)
+}
+
+// PadV2 applies PadV2 on e: output = input padded with the scalar constant_values: paddings[i] = (before, after) along dimension i.
+// Inputs: input, paddings, constant_values. Output: output.
+func PadV2(e registry.Emitter, input registry.Value, paddings registry.Value, constantValues registry.Value) registry.Value {
+	return registry.Apply1(e, OpPadV2, nil, input, paddings, constantValues)
+}
+
+// Pow applies Pow on e: z = x^y, broadcasting (C's pow).
+// Inputs: x, y. Output: z.
+func Pow(e registry.Emitter, x registry.Value, y registry.Value) registry.Value {
+	return registry.Apply1(e, OpPow, nil, x, y)
 }
 
 // RealDiv applies RealDiv on e: z = x / y, broadcasting (IEEE division: x/0 is ±Inf or NaN).
@@ -285,10 +434,34 @@ func Rsqrt(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpRsqrt, nil, x)
 }
 
+// Select applies Select on e: output = condition ? t : e elementwise; condition has t's shape, is a scalar, or a vector choosing rows of t.
+// Inputs: condition, t, e. Output: output.
+func Select(e registry.Emitter, condition registry.Value, t registry.Value, e_ registry.Value) registry.Value {
+	return registry.Apply1(e, OpSelect, nil, condition, t, e_)
+}
+
+// SelectV2 applies SelectV2 on e: output = condition ? t : e elementwise, the three broadcasting against each other.
+// Inputs: condition, t, e. Output: output.
+func SelectV2(e registry.Emitter, condition registry.Value, t registry.Value, e_ registry.Value) registry.Value {
+	return registry.Apply1(e, OpSelectV2, nil, condition, t, e_)
+}
+
 // Sigmoid applies Sigmoid on e: y = 1 / (1 + exp(-x)).
 // Inputs: x. Output: y.
 func Sigmoid(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpSigmoid, nil, x)
+}
+
+// Sign applies Sign on e: y = -1, 0 or 1 by the sign of x (NaN for NaN).
+// Inputs: x. Output: y.
+func Sign(e registry.Emitter, x registry.Value) registry.Value {
+	return registry.Apply1(e, OpSign, nil, x)
+}
+
+// Slice applies Slice on e: output = input[begin : begin+size] (begin, size: int32/int64 vectors; size -1 takes the rest of a dimension).
+// Inputs: input, begin, size. Output: output.
+func Slice(e registry.Emitter, input registry.Value, begin registry.Value, size registry.Value) registry.Value {
+	return registry.Apply1(e, OpSlice, nil, input, begin, size)
 }
 
 // Softmax applies Softmax on e: softmax over the last axis: exp(x - max) / Σ exp(x - max); logits of rank >= 1.
@@ -325,6 +498,12 @@ func Square(e registry.Emitter, x registry.Value) registry.Value {
 // Inputs: input. Output: output.
 func StopGradient(e registry.Emitter, input registry.Value) registry.Value {
 	return registry.Apply1(e, OpStopGradient, nil, input)
+}
+
+// StridedSlice applies StridedSlice on e: output = input[begin:end:strides] with TensorFlow's begin/end/ellipsis/new-axis/shrink-axis masks.
+// Inputs: input, begin, end, strides. Output: output.
+func StridedSlice(e registry.Emitter, attrs registry.Attrs[StridedSliceAttrs], input registry.Value, begin registry.Value, end registry.Value, strides registry.Value) registry.Value {
+	return registry.Apply1(e, OpStridedSlice, attrs.Boxed(), input, begin, end, strides)
 }
 
 // Sub applies Sub on e: z = x - y, broadcasting.

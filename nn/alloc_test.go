@@ -76,3 +76,58 @@ func TestTrainingStepAllocations(t *testing.T) {
 		t.Errorf("a training step allocates %.2f objects, want at most 3", allocs)
 	}
 }
+
+// TestNewLayersStepAllocations: a training step of a model with the
+// pooling, normalisation and activation layers of issue 18 (MaxPool2D,
+// AvgPool2D, LayerNorm, Tanh, Sigmoid) allocates next to nothing on one
+// thread either: their ops take their attrs, made once, and their buffers
+// from the tape's arena; the broadcast gradients of LayerNorm's Sub, Mul
+// and AddV2 reduce over cached axis lists.
+func TestNewLayersStepAllocations(t *testing.T) {
+	const batch = 4
+	r := rand.New(rand.NewSource(4))
+	model := nn.NewSequential(
+		nn.MaxPool2D(2, 2, nn.PoolOpts{}),
+		nn.AvgPool2D(3, 3, nn.PoolOpts{Strides: [2]int{1, 1}, Padding: "SAME"}),
+		nn.Flatten(),
+		nn.NewLayerNorm(4*2, nn.LayerNormOpts{}), nn.Tanh(),
+		nn.NewDense(8, 4, nn.DenseOpts{Rand: r}), nn.Sigmoid(),
+	)
+	if err := model.Err(); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := optim.NewAdam(model.Params(), optim.AdamSettings{LR: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := make([]float32, batch*4*4*2)
+	for i := range xs {
+		xs[i] = r.Float32()
+	}
+	x, err := tensorx.New([]int{batch, 4, 4, 2}, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tape := autodiff.NewTape(autodiff.Threads(1), autodiff.Seed(1))
+	step := func() {
+		tape.Reset()
+		loss := autodiff.Mean(model.Forward(tape, tape.Constant(x)), allAxes2, false)
+		if err := tape.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		step()
+	}
+	allocs := testing.AllocsPerRun(200, step)
+	t.Logf("%.2f allocations per step", allocs)
+	if allocs > 1 {
+		t.Errorf("a training step allocates %.2f objects, want at most 1", allocs)
+	}
+}
+
+// allAxes2 are the axes of a rank-2 value, made once.
+var allAxes2 = []int{0, 1}

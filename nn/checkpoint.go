@@ -29,8 +29,10 @@ import (
 //     OptimizerState.StateDict),
 //     formatted with strconv.FormatFloat(v, 'g', -1, 64), which round-trips
 //     exactly;
-//   - the caller's own entries (epoch, step, data-loader position, seeds),
-//     under keys that do not start with "tapegrad.".
+//   - "tapegrad.state/NAME/KEY": the entries of the CheckpointStates
+//     saved with it (a data loader's position), by state name;
+//   - the caller's own entries (epoch, step, seeds), under keys that do
+//     not start with "tapegrad.".
 const (
 	// CheckpointVersion is the format version SaveCheckpoint writes and
 	// LoadCheckpoint reads.
@@ -43,6 +45,7 @@ const (
 	optimPrefix  = "optim/"
 	scalarPrefix = "tapegrad.optim/"
 	hasOptimKey  = "tapegrad.optimizer"
+	statePrefix  = "tapegrad.state/"
 )
 
 // OptimizerState is what a checkpoint needs of an optimizer: its complete
@@ -58,10 +61,48 @@ type OptimizerState interface {
 	LoadStateDict(tensors map[string]*tensor.Dense, scalars map[string]float64) error
 }
 
+// CheckpointState is training state that a checkpoint saves besides the
+// model and the optimizer, as named strings in its metadata: a data
+// loader's position (*data.Loader implements it), so that one
+// SaveCheckpoint call saves everything a resumed run needs, and one
+// LoadCheckpoint call restores it.
+type CheckpointState interface {
+	// StateName names the state in the checkpoint: non-empty, without
+	// '/', distinct among the states of one checkpoint ("loader").
+	StateName() string
+	// SaveState returns the state's entries (keys without '/').
+	SaveState() (map[string]string, error)
+	// CheckState reports whether LoadState would accept the entries,
+	// changing nothing.
+	CheckState(entries map[string]string) error
+	// LoadState restores the state from entries SaveState returned.
+	LoadState(entries map[string]string) error
+}
+
+// stateNames validates the names of the states of one checkpoint.
+func stateNames(op string, states []CheckpointState) error {
+	seen := map[string]bool{}
+	for i, st := range states {
+		if st == nil {
+			return configError("%s: state %d is nil", op, i)
+		}
+		n := st.StateName()
+		if n == "" || strings.Contains(n, "/") {
+			return configError("%s: state %d has an invalid name %q (non-empty, without '/')", op, i, n)
+		}
+		if seen[n] {
+			return configError("%s: two states are named %q", op, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
 // SaveCheckpoint writes m's parameters and buffers, the state of opt (nil
-// for none) and the caller's metadata meta (may be nil; keys must not start
-// with "tapegrad.") to path, atomically: a crash leaves the old file or the
-// new one, never a torn one. Gradients are not saved.
+// for none), the entries of states (data loaders' positions; see
+// CheckpointState) and the caller's metadata meta (may be nil; keys must
+// not start with "tapegrad.") to path, atomically: a crash leaves the old
+// file or the new one, never a torn one. Gradients are not saved.
 //
 // The file is written to a temporary file in path's directory, synced,
 // renamed over path, and the directory synced. On error (a full disk, a
@@ -69,7 +110,7 @@ type OptimizerState interface {
 // was and the temporary file is removed; a process killed while saving
 // leaves its temporary file (".NAME.tmp" and digits, next to path), which
 // is safe to delete.
-func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]string) error {
+func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]string, states ...CheckpointState) error {
 	if m == nil {
 		return configError("nn.SaveCheckpoint: nil Module")
 	}
@@ -83,6 +124,21 @@ func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]s
 			return configError("nn.SaveCheckpoint: metadata key %q is reserved (prefix \"tapegrad.\")", k)
 		}
 		md[k] = v
+	}
+	if err := stateNames("nn.SaveCheckpoint", states); err != nil {
+		return err
+	}
+	for _, st := range states {
+		entries, err := st.SaveState()
+		if err != nil {
+			return wrapf(err, "nn.SaveCheckpoint: state %q", st.StateName())
+		}
+		for k, v := range entries {
+			if k == "" || strings.Contains(k, "/") {
+				return configError("nn.SaveCheckpoint: state %q has an invalid key %q (non-empty, without '/')", st.StateName(), k)
+			}
+			md[statePrefix+st.StateName()+"/"+k] = v
+		}
 	}
 	add := func(name string, d *tensor.Dense) error {
 		if _, dup := tensors[name]; dup {
@@ -134,12 +190,19 @@ func SaveCheckpoint(path string, m Module, opt OptimizerState, meta map[string]s
 // their gradients are left alone. A checkpoint without optimizer state
 // can be loaded with opt nil only; one with optimizer state can be loaded
 // with opt nil too (for inference).
-func LoadCheckpoint(path string, m Module, opt OptimizerState) (map[string]string, error) {
+//
+// Each of states is restored from the entries saved under its name (see
+// CheckpointState); a state the checkpoint does not hold is an error.
+// Every state is checked (CheckState) before anything is changed.
+func LoadCheckpoint(path string, m Module, opt OptimizerState, states ...CheckpointState) (map[string]string, error) {
 	if m == nil {
 		return nil, configError("nn.LoadCheckpoint: nil Module")
 	}
 	if err := moduleErr(m); err != nil {
 		return nil, wrapf(err, "nn.LoadCheckpoint")
+	}
+	if err := stateNames("nn.LoadCheckpoint", states); err != nil {
+		return nil, err
 	}
 	tensors, md, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -211,12 +274,34 @@ func LoadCheckpoint(path string, m Module, opt OptimizerState) (map[string]strin
 			user[k] = v
 		}
 	}
+	stateEntries := make([]map[string]string, len(states))
+	for i, st := range states {
+		prefix := statePrefix + st.StateName() + "/"
+		entries := map[string]string{}
+		for k, v := range md {
+			if rest, ok := strings.CutPrefix(k, prefix); ok {
+				entries[rest] = v
+			}
+		}
+		if len(entries) == 0 {
+			return nil, configError("nn.LoadCheckpoint: %s holds no state %q", path, st.StateName())
+		}
+		if err := st.CheckState(entries); err != nil {
+			return nil, fmt.Errorf("nn.LoadCheckpoint: %s: state %q: %w", path, st.StateName(), err)
+		}
+		stateEntries[i] = entries
+	}
 	if opt != nil {
 		if md[hasOptimKey] != "1" {
 			return nil, configError("nn.LoadCheckpoint: %s holds no optimizer state", path)
 		}
 		if err := opt.LoadStateDict(stateTensors, stateScalars); err != nil { // checks everything before changing anything
 			return nil, fmt.Errorf("nn.LoadCheckpoint: %s: optimizer state: %w", path, err)
+		}
+	}
+	for i, st := range states {
+		if err := st.LoadState(stateEntries[i]); err != nil { // checked above: a failure here is the state's bug
+			return nil, fmt.Errorf("nn.LoadCheckpoint: %s: state %q: %w", path, st.StateName(), err)
 		}
 	}
 	for _, c := range copies {

@@ -1,10 +1,12 @@
 // Package nn holds tapegrad's neural-network layers, built on the tape of
 // package autodiff: a small Module interface (forward on a tape, named
 // parameters, named buffers), layers (Dense, Conv2D, DepthwiseConv2D,
-// SeparableConv2D, BatchNorm, FractionalAvgPool, fake quantisation, ReLU,
-// ReLU6, Flatten, GlobalAvgPool, Dropout), the Sequential container,
+// SeparableConv2D, BatchNorm, LayerNorm, MaxPool2D, AvgPool2D,
+// FractionalAvgPool, fake quantisation, ReLU, ReLU6, Tanh, Sigmoid,
+// Flatten, GlobalAvgPool, Dropout), the Sequential container,
 // initializers (Glorot and He, uniform and normal, with an explicit
-// *rand.Rand), losses and checkpoints.
+// *rand.Rand) and NewParam for users' own layers, losses and checkpoints
+// (which also carry a data loader's position: CheckpointState).
 //
 // A model is built once and run on a tape every step:
 //

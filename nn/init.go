@@ -153,6 +153,31 @@ func fill(t *tensor.Dense, v float64) error {
 	return nil
 }
 
+// NewParam returns a trainable parameter for a layer of the user's: named
+// name (unique within its layer; a Sequential prefixes it with the layer's
+// index or name), of the given shape and dtype (float32 or float64),
+// filled by init (GlorotUniform, Zeros, Constant(v), ...) drawing from
+// rng (nil is fine for initializers that draw nothing). Return it from
+// the layer's Params, the same pointer on every call.
+func NewParam(name string, shape []int, dtype tensor.Dtype, init Initializer, rng *rand.Rand) (*autodiff.Param, error) {
+	if name == "" {
+		return nil, configError("nn.NewParam: empty name")
+	}
+	if init == nil {
+		return nil, configError("nn.NewParam: %s: nil initializer", name)
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return nil, configError("nn.NewParam: %s: negative dimension in shape %v", name, shape)
+		}
+	}
+	p, err := newParam(name, dtype, shape, init, rng)
+	if err != nil {
+		return nil, wrapf(err, "nn.NewParam")
+	}
+	return p, nil
+}
+
 // newParam returns a parameter named name of dtype dt and the given shape,
 // initialised by init from r.
 func newParam(name string, dt tensor.Dtype, shape []int, init Initializer, r *rand.Rand) (*autodiff.Param, error) {

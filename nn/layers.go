@@ -14,6 +14,12 @@ func ReLU() Module { return NewLambda("ReLU", autodiff.Relu) }
 // ReLU6 returns a module applying min(max(x, 0), 6) (TensorFlow's Relu6).
 func ReLU6() Module { return NewLambda("ReLU6", autodiff.Relu6) }
 
+// Tanh returns a module applying tanh(x) (TensorFlow's Tanh).
+func Tanh() Module { return NewLambda("Tanh", autodiff.Tanh) }
+
+// Sigmoid returns a module applying 1/(1 + e^-x) (TensorFlow's Sigmoid).
+func Sigmoid() Module { return NewLambda("Sigmoid", autodiff.Sigmoid) }
+
 // stateless is a module without parameters or buffers.
 type stateless struct{}
 

@@ -109,3 +109,42 @@ func TestRunRefusesMaskedInputs(t *testing.T) {
 		t.Fatalf("masked input: %v", err)
 	}
 }
+
+// TestVariadicFirstInputNames: an op whose variadic input comes first
+// (ConcatV2's values, axis) names the list and the inputs after it
+// correctly in Run's input errors, and checks the input count.
+func TestVariadicFirstInputNames(t *testing.T) {
+	first := func(kc *registry.KernelCtx, _ any, in []*tensor.Dense) ([]*tensor.Dense, error) {
+		out, err := kc.Output(tensor.Float64, in[0].Shape()...)
+		if err != nil {
+			return nil, err
+		}
+		copy(out.Float64s(), in[0].Float64s())
+		return kc.Results(out), nil
+	}
+	d := &registry.OpDef{Name: "regtest.VariadicFirst", Inputs: []registry.Arg{{Name: "values", Variadic: true}, {Name: "axis"}},
+		Outputs: []registry.Arg{{Name: "y"}}, Kernels: map[tensor.Dtype]registry.Kernel{tensor.Float64: first}}
+	registry.MustRegister(d)
+	registry.MustNotDifferentiable(d.Name)
+	if d.VariadicIndex() != 0 || !d.Variadic() {
+		t.Fatalf("VariadicIndex %d Variadic %v", d.VariadicIndex(), d.Variadic())
+	}
+	plain := func() *tensor.Dense { return tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{1, 2})) }
+	masked := func() *tensor.Dense {
+		return tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{1, 2}, []bool{false, true}))
+	}
+	for _, c := range []struct {
+		in   []*tensor.Dense
+		want string
+	}{
+		{[]*tensor.Dense{plain(), masked(), plain()}, "input 1 (values)"},
+		{[]*tensor.Dense{plain(), plain(), masked()}, "input 2 (axis)"},
+		{[]*tensor.Dense{masked(), plain()}, "input 0 (values)"},
+		{[]*tensor.Dense{plain()}, "expected at least 2 inputs, got 1"},
+	} {
+		_, err := registry.Run(d, nil, nil, c.in)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d inputs: err = %v, want %q", len(c.in), err, c.want)
+		}
+	}
+}

@@ -15,8 +15,9 @@ import (
 type Arg struct {
 	// Name is TensorFlow's name for the argument ("input", "filter", ...).
 	Name string
-	// Variadic marks the last input of ops such as AddN that take a list of
-	// one or more tensors.
+	// Variadic marks the input that takes a list of one or more tensors:
+	// the last input of AddN, the first of ConcatV2 (followed by axis). An
+	// op has at most one variadic input.
 	Variadic bool
 }
 
@@ -118,9 +119,19 @@ func (d *OpDef) Dtypes() []tensor.Dtype {
 	return out
 }
 
-// Variadic reports whether the op's last input takes a list of tensors.
-func (d *OpDef) Variadic() bool {
-	return len(d.Inputs) > 0 && d.Inputs[len(d.Inputs)-1].Variadic
+// Variadic reports whether one of the op's inputs takes a list of tensors.
+func (d *OpDef) Variadic() bool { return d.VariadicIndex() >= 0 }
+
+// VariadicIndex returns the index in Inputs of the op's variadic input, or
+// -1 if it has none. Applied to n tensors, the op's variadic input takes
+// n-len(Inputs)+1 of them, starting at that index.
+func (d *OpDef) VariadicIndex() int {
+	for i, a := range d.Inputs {
+		if a.Variadic {
+			return i
+		}
+	}
+	return -1
 }
 
 var (
@@ -152,9 +163,11 @@ func Register(d *OpDef) error {
 	if len(d.Outputs) == 0 {
 		return Errorf(ErrInvalidArgument, "registry: op %s has no outputs", d.Name)
 	}
-	for i, a := range d.Inputs {
-		if a.Variadic && i != len(d.Inputs)-1 {
-			return Errorf(ErrInvalidArgument, "registry: op %s: only the last input may be variadic", d.Name)
+	if v := d.VariadicIndex(); v >= 0 {
+		for _, a := range d.Inputs[v+1:] {
+			if a.Variadic {
+				return Errorf(ErrInvalidArgument, "registry: op %s: only one input may be variadic", d.Name)
+			}
 		}
 	}
 	if d.Attrs != nil {
@@ -399,11 +412,11 @@ func contiguousInputs(d *OpDef, in []*tensor.Dense) ([]*tensor.Dense, error) {
 			continue
 		}
 		if len(t.Mask()) > 0 {
-			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a masked tensor; masks are not supported", d.Name, i, d.inputName(i))
+			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a masked tensor; masks are not supported", d.Name, i, d.inputName(i, len(in)))
 		}
 		c, err := materialize(t)
 		if err != nil {
-			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a non-contiguous view that cannot be copied: %v", d.Name, i, d.inputName(i), err)
+			return nil, Errorf(ErrInvalidArgument, "%s: input %d (%s) is a non-contiguous view that cannot be copied: %v", d.Name, i, d.inputName(i, len(in)), err)
 		}
 		if cp == nil {
 			cp = append([]*tensor.Dense(nil), in...)
@@ -445,11 +458,18 @@ func materialize(t *tensor.Dense) (c *tensor.Dense, err error) {
 	return m, nil
 }
 
-// inputName returns the name of input i (the variadic last input names all
-// the trailing inputs).
-func (d *OpDef) inputName(i int) string {
+// inputName returns the name of input i of n (a variadic input names all
+// the tensors of its list).
+func (d *OpDef) inputName(i, n int) string {
 	if len(d.Inputs) == 0 {
 		return "?"
+	}
+	if v := d.VariadicIndex(); v >= 0 && i >= v {
+		extra := n - len(d.Inputs)
+		if i <= v+extra {
+			return d.Inputs[v].Name
+		}
+		i -= extra
 	}
 	return d.Inputs[min(i, len(d.Inputs)-1)].Name
 }

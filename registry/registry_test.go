@@ -131,7 +131,7 @@ func TestRegisterValidation(t *testing.T) {
 		{Name: "regtest.NoOutputs", Kernels: kernels},
 		{Name: "regtest.BadAttrs", Outputs: []registry.Arg{{Name: "y"}}, Kernels: kernels, Attrs: badAttrs{}},
 		{Name: "regtest.Attrs", Outputs: []registry.Arg{{Name: "y"}}, Kernels: kernels}, // duplicate
-		{Name: "regtest.Variadic", Inputs: []registry.Arg{{Name: "a", Variadic: true}, {Name: "b"}}, Outputs: []registry.Arg{{Name: "y"}}, Kernels: kernels},
+		{Name: "regtest.Variadic", Inputs: []registry.Arg{{Name: "a", Variadic: true}, {Name: "b", Variadic: true}}, Outputs: []registry.Arg{{Name: "y"}}, Kernels: kernels},
 	}
 	for i, c := range cases {
 		if err := registry.Register(c); err == nil {

@@ -11,12 +11,16 @@ import (
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
 
+// sampleFiles are the files of the shared public sample (the other files
+// of testdata/golden are the project's own generated families).
+var sampleFiles = []string{"conv2d", "depthwise_conv2d", "fake_quant", "fractional_avg_pool", "fused_batch_norm"}
+
 // TestParseSamples decodes the repository's copy of the shared golden
 // cases: every case is well formed, and a few fields decode as written.
 func TestParseSamples(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/golden/*.json")
-	if err != nil || len(files) != 5 {
-		t.Fatalf("golden files: %v, %v", files, err)
+	var files []string
+	for _, f := range sampleFiles {
+		files = append(files, filepath.Join("../../testdata/golden", f+".json"))
 	}
 	total, withGrad, withErr, nullData := 0, 0, 0, 0
 	for _, f := range files {
@@ -67,6 +71,26 @@ func TestParseSamples(t *testing.T) {
 	}
 	if len(c.Grad.Expected) != 2 || c.Grad.Expected[1].Name != "d_filter" {
 		t.Errorf("grad = %+v", c.Grad)
+	}
+}
+
+// TestParseAllFiles decodes every golden file of the repository, the
+// generated families included: every case is well formed.
+func TestParseAllFiles(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/golden/*.json")
+	if err != nil || len(files) < len(sampleFiles) {
+		t.Fatalf("golden files: %v, %v", files, err)
+	}
+	for _, f := range files {
+		cases, err := ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			if c.Err != nil || len(c.Warnings) > 0 {
+				t.Errorf("%s: %v %v", c, c.Err, c.Warnings)
+			}
+		}
 	}
 }
 

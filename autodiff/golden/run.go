@@ -129,12 +129,12 @@ func Run(c *Case, opts Options) (res Result) {
 	for i, want := range c.Outputs {
 		got, err := outs[i].Data()
 		if err != nil {
-			res.fail("output %d%s: %v", i, label(want, def.Outputs, i), err)
+			res.fail("output %d%s: %v", i, label(want, def.Outputs, i, len(c.Outputs)), err)
 			continue
 		}
 		tol := c.Tol(want.Dtype)
 		if msg := Compare(want, got, tol); msg != "" {
-			res.fail("output %d%s: %s", i, label(want, def.Outputs, i), msg)
+			res.fail("output %d%s: %s", i, label(want, def.Outputs, i, len(c.Outputs)), msg)
 		}
 	}
 
@@ -193,11 +193,11 @@ func checkGrad(res *Result, c *Case, def *registry.OpDef, tp *autodiff.Tape, out
 		want := c.Grad.Expected[j]
 		got, err := grads[k].Data()
 		if err != nil {
-			res.fail("grad wrt input %d%s: %v", j, label(c.Inputs[j], def.Inputs, j), err)
+			res.fail("grad wrt input %d%s: %v", j, label(c.Inputs[j], def.Inputs, j, len(c.Inputs)), err)
 			continue
 		}
 		if msg := Compare(want, got, c.Tol(want.Dtype)); msg != "" {
-			res.fail("grad wrt input %d%s: %s", j, label(c.Inputs[j], def.Inputs, j), msg)
+			res.fail("grad wrt input %d%s: %s", j, label(c.Inputs[j], def.Inputs, j, len(c.Inputs)), msg)
 		}
 	}
 }
@@ -215,16 +215,24 @@ func cause(err error) error {
 	return err
 }
 
-// label names argument i: the case's tensor name, else the op's.
-func label(t *Tensor, args []registry.Arg, i int) string {
+// label names argument i of n: the case's tensor name, else the op's (a
+// variadic argument's list element with its index).
+func label(t *Tensor, args []registry.Arg, i, n int) string {
 	if t != nil && t.Name != "" {
 		return " (" + t.Name + ")"
 	}
-	last := len(args) - 1
-	switch {
-	case last >= 0 && args[last].Variadic && i >= last:
-		return fmt.Sprintf(" (%s[%d])", args[last].Name, i-last)
-	case i <= last:
+	for v, a := range args {
+		if !a.Variadic || i < v {
+			continue
+		}
+		extra := n - len(args)
+		if i <= v+extra {
+			return fmt.Sprintf(" (%s[%d])", a.Name, i-v)
+		}
+		i -= extra
+		break
+	}
+	if i >= 0 && i < len(args) {
 		return " (" + args[i].Name + ")"
 	}
 	return ""

@@ -142,15 +142,20 @@ func paramName(s string) string {
 
 func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imports map[string]bool) error {
 	var params, args, inNames, outNames []string
+	// listParam is the parameter of a variadic input that is not last (a
+	// []registry.Value): the builder then assembles the argument list.
+	listParam := ""
 	for i, in := range d.Inputs {
 		p := paramName(in.Name)
 		inNames = append(inNames, in.Name)
 		if in.Variadic {
-			params = append(params, p+" ...registry.Value")
-			args = append(args, p+"...")
-			if i != len(d.Inputs)-1 {
-				return fmt.Errorf("op %s: variadic input %s is not last", d.Name, in.Name)
+			if i == len(d.Inputs)-1 {
+				params = append(params, p+" ...registry.Value")
+				args = append(args, p+"...")
+				continue
 			}
+			params = append(params, p+" []registry.Value")
+			listParam = p
 			continue
 		}
 		params = append(params, p+" registry.Value")
@@ -167,7 +172,8 @@ func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imp
 			imports[t.PkgPath()] = true
 			name = path.Base(t.PkgPath()) + "." + name
 		}
-		// The attrs come first after the emitter: a variadic input must be last.
+		// The attrs come first after the emitter: a variadic last input
+		// must stay last.
 		params = append([]string{"attrs registry.Attrs[" + name + "]"}, params...)
 		attrs = "attrs.Boxed()"
 	}
@@ -192,6 +198,25 @@ func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imp
 	if argList != "" {
 		argList = ", " + argList
 	}
+	if listParam != "" {
+		// The list, then the fixed inputs after it, in a slice of the
+		// emitter's (no allocation of the builder's own).
+		fmt.Fprintf(b, "func %s(%s) %s {\n", fn, strings.Join(params, ", "), resultType(d))
+		fmt.Fprintf(b, "\tin := e.Values(len(%s) + %d)\n\tcopy(in, %s)\n", listParam, len(args), listParam)
+		for k, a := range args {
+			if k == 0 {
+				fmt.Fprintf(b, "\tin[len(%s)] = %s\n", listParam, a)
+			} else {
+				fmt.Fprintf(b, "\tin[len(%s)+%d] = %s\n", listParam, k, a)
+			}
+		}
+		if len(d.Outputs) == 1 {
+			fmt.Fprintf(b, "\treturn e.Apply(Op%s, %s, in...)[0]\n}\n\n", fn, attrs)
+		} else {
+			fmt.Fprintf(b, "\treturn e.Apply(Op%s, %s, in...)\n}\n\n", fn, attrs)
+		}
+		return nil
+	}
 	if len(d.Outputs) == 1 {
 		fmt.Fprintf(b, "func %s(%s) registry.Value {\n\treturn registry.Apply1(e, Op%s, %s%s)\n}\n\n",
 			fn, strings.Join(params, ", "), fn, attrs, argList)
@@ -200,4 +225,12 @@ func writeBuilder(b *bytes.Buffer, pkg string, d *registry.OpDef, fn string, imp
 			fn, strings.Join(params, ", "), fn, attrs, argList)
 	}
 	return nil
+}
+
+// resultType is a builder's result type: one value, or the op's outputs.
+func resultType(d *registry.OpDef) string {
+	if len(d.Outputs) == 1 {
+		return "registry.Value"
+	}
+	return "[]registry.Value"
 }

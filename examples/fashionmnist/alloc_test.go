@@ -3,13 +3,9 @@
 package main
 
 import (
-	"math/rand"
 	"testing"
 
 	"github.com/tapegrad/tapegrad/autodiff"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
-	"github.com/tapegrad/tapegrad/nn"
-	"github.com/tapegrad/tapegrad/optim"
 )
 
 // TestStepAllocations pins the heap allocations of the example model's
@@ -20,41 +16,8 @@ import (
 // now and then, an evaluation batch nothing. (Excluded from -race builds,
 // whose instrumentation allocates.)
 func TestStepAllocations(t *testing.T) {
-	const batch = 32
-	model := newModel(1, false)
-	opt, err := optim.NewAdam(model.Params(), optim.AdamSettings{LR: 1e-3, Eps: optim.Float(1e-7)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewSource(1))
-	xs := make([]float32, batch*28*28)
-	for i := range xs {
-		xs[i] = r.Float32()
-	}
-	ys := make([]int32, batch)
-	for i := range ys {
-		ys[i] = int32(r.Intn(10))
-	}
-	x, err := tensorx.New([]int{batch, 28, 28, 1}, xs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := tensorx.New([]int{batch}, ys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tape := autodiff.NewTape(autodiff.Seed(1), autodiff.Threads(1))
-	step := func() {
-		tape.Reset()
-		logits := model.Forward(tape, tape.Constant(x))
-		loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(y))
-		if err := tape.Backward(loss); err != nil {
-			t.Fatal(err)
-		}
-		if err := opt.Step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tr := newTrainer(t, false, 32, autodiff.Threads(1))
+	model, x, step := tr.model, tr.x, tr.step
 	evalTape := autodiff.NewTape(autodiff.NoGrad(), autodiff.Training(false), autodiff.Threads(1))
 	eval := func() {
 		evalTape.Reset()

@@ -11,10 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"gorgonia.org/tensor"
-
-	"github.com/tapegrad/tapegrad/internal/safetensors"
 )
 
 // mpiExample builds the example with MPI once per test binary run.
@@ -78,23 +74,7 @@ func TestMPITrainResume(t *testing.T) {
 	if la, lb := lastLine(outA), lastLine(outB); la != lb {
 		t.Errorf("straight run %q, resumed run %q", la, lb)
 	}
-	ta, _, err := safetensors.ReadFile(ckA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, _, err := safetensors.ReadFile(ckB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ta) != len(tb) || len(ta) == 0 {
-		t.Fatalf("checkpoints hold %d and %d tensors", len(ta), len(tb))
-	}
-	for name, x := range ta {
-		y, ok := tb[name]
-		if !ok || x.Dtype() != y.Dtype() || (x.Dtype() == tensor.Float32 && !bytes.Equal(rawBytes(x.Float32s()), rawBytes(y.Float32s()))) {
-			t.Errorf("tensor %s differs after resume", name)
-		}
-	}
+	sameCheckpoints(t, "resumed on 2 ranks", ckA, ckB)
 	out, err := mpirunExample(t, bin, "-epochs", "1", "-batch", "33", "-checkpoint", "", "-plot", "")
 	if err == nil || !strings.Contains(out, "not a multiple of the 2 ranks") {
 		t.Errorf("-batch 33 on 2 ranks: %v\n%s", err, out)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"math"
-	"math/rand"
 	"testing"
 
 	"github.com/tapegrad/tapegrad/autodiff"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/nn"
 )
 
@@ -17,23 +15,7 @@ import (
 // logits; with and without QAT. Its tape then holds less at its peak.
 func TestLivenessSameResults(t *testing.T) {
 	const batch = 8
-	r := rand.New(rand.NewSource(4))
-	xs := make([]float32, batch*28*28)
-	for i := range xs {
-		xs[i] = r.Float32()
-	}
-	ys := make([]int32, batch)
-	for i := range ys {
-		ys[i] = int32(r.Intn(10))
-	}
-	x, err := tensorx.New([]int{batch, 28, 28, 1}, xs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := tensorx.New([]int{batch}, ys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, y := randomBatch(t, 4, batch)
 	type result struct {
 		loss   float32
 		grads  [][]float32

@@ -51,6 +51,9 @@ type config struct {
 	stopAfter  int
 	dist       distConfig // -dist (dist.go)
 	export     string
+	pad        int
+	flip       bool
+	smooth     float64
 }
 
 func main() {
@@ -71,6 +74,9 @@ func main() {
 	flag.IntVar(&c.stopAfter, "stop-after", 0, "stop after this many epochs of the -epochs schedule (continue later with -resume)")
 	registerDistFlags(&c.dist)
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
+	flag.IntVar(&c.pad, "pad", 0, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
+	flag.BoolVar(&c.flip, "flip", false, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.smooth, "label-smoothing", 0, "label smoothing of the training loss, in [0, 1)")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
@@ -126,11 +132,16 @@ func run(c config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size()})
+	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size(),
+		Augment: &data.Augment{Pad: c.pad, FlipHorizontal: c.flip}})
 	if err != nil {
 		return err
 	}
 	testLoader, err := data.NewLoader(test.Images, test.Labels, data.LoaderOptions{BatchSize: 500})
+	if err != nil {
+		return err
+	}
+	lossFn, err := newSmoothLoss(c.smooth, 10)
 	if err != nil {
 		return err
 	}
@@ -150,11 +161,7 @@ func run(c config, stdout, stderr io.Writer) error {
 	var history []epochStats
 	start := 0
 	if c.resume {
-		meta, err := nn.LoadCheckpoint(c.checkpoint, model, opt)
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		if start, history, err = restore(meta, loader); err != nil {
+		if start, history, err = resume(c.checkpoint, model, opt, loader); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 		fmt.Fprintf(stdout, "resumed from %s after epoch %d\n", c.checkpoint, start)
@@ -185,7 +192,10 @@ func run(c config, stdout, stderr io.Writer) error {
 			// from the step number, so a resumed run is bit-identical.
 			tape.Reseed(c.seed*1_000_003 + int64(step) + ds.seedOffset())
 			logits := model.Forward(tape, tape.Constant(b.X))
-			loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(b.Y))
+			loss, err := lossFn.loss(tape, logits, b.Y)
+			if err != nil {
+				return err
+			}
 			if err := tape.Backward(loss); err != nil {
 				return err
 			}
@@ -228,7 +238,7 @@ func run(c config, stdout, stderr io.Writer) error {
 			epoch+1, c.epochs, st.Loss, st.TrainAcc, secs, float64(seen)/secs, acc)
 		fmt.Fprint(stdout, distNote)
 		if c.checkpoint != "" && ds.root() {
-			if err := nn.SaveCheckpoint(c.checkpoint, model, opt, save(epoch+1, history, loader)); err != nil {
+			if err := nn.SaveCheckpoint(c.checkpoint, model, opt, save(epoch+1, history), loader); err != nil {
 				return err
 			}
 		}
@@ -311,14 +321,12 @@ func firstRows(x, y *tensor.Dense, n int) (*tensor.Dense, *tensor.Dense, error) 
 	return tensor.New(tensor.WithShape(xs...), tensor.WithBacking(xd)), tensor.New(tensor.WithShape(ys...), tensor.WithBacking(yd)), nil
 }
 
-// save returns the checkpoint metadata of the training run.
-func save(epochs int, history []epochStats, l *data.Loader) map[string]string {
-	st := l.State()
+// save returns the run's own checkpoint metadata: the epochs completed
+// and their history. The loader's position goes into the checkpoint as
+// the loader's state (nn.SaveCheckpoint(..., loader)).
+func save(epochs int, history []epochStats) map[string]string {
 	m := map[string]string{
 		"epochs":        strconv.Itoa(epochs),
-		"loader.seed":   strconv.FormatUint(st.Seed, 10),
-		"loader.epoch":  strconv.Itoa(st.Epoch),
-		"loader.pos":    strconv.Itoa(st.Pos),
 		"history.count": strconv.Itoa(len(history)),
 	}
 	for i, h := range history {
@@ -327,27 +335,70 @@ func save(epochs int, history []epochStats, l *data.Loader) map[string]string {
 	return m
 }
 
-// restore reads save's metadata back into the loader and the history.
-func restore(m map[string]string, l *data.Loader) (int, []epochStats, error) {
+// resume restores the model, the optimizer and the loader's position from
+// the checkpoint at path, and returns the epochs completed and their
+// history. It also reads the checkpoints of earlier versions of this
+// program, which kept the loader's position in their own metadata
+// ("loader.seed", "loader.epoch", "loader.pos"; see restoreLegacyLoader).
+func resume(path string, model nn.Module, opt nn.OptimizerState, l *data.Loader) (int, []epochStats, error) {
+	meta, err := nn.LoadCheckpoint(path, model, opt, l)
+	if err != nil {
+		// LoadCheckpoint changed nothing. A checkpoint of the earlier
+		// format holds no loader state: load it without, and take the
+		// position from its metadata. Any other failure stands (the
+		// second attempt may have loaded the model; the run stops).
+		old, oldErr := nn.LoadCheckpoint(path, model, opt)
+		if oldErr != nil || !hasLegacyLoader(old) {
+			return 0, nil, err
+		}
+		if err := restoreLegacyLoader(old, l); err != nil {
+			return 0, nil, err
+		}
+		meta = old
+	}
+	return restore(meta)
+}
+
+// legacyLoaderKeys are the metadata keys of the loader's position in the
+// checkpoints of earlier versions of this program.
+var legacyLoaderKeys = []string{"loader.seed", "loader.epoch", "loader.pos"}
+
+// hasLegacyLoader reports whether the checkpoint metadata m holds a
+// loader position of the earlier format.
+func hasLegacyLoader(m map[string]string) bool {
+	for _, k := range legacyLoaderKeys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreLegacyLoader moves the loader to the position saved in the
+// metadata of an earlier version's checkpoint.
+func restoreLegacyLoader(m map[string]string, l *data.Loader) error {
+	var st data.LoaderState
+	var err error
+	if st.Seed, err = strconv.ParseUint(m["loader.seed"], 10, 64); err != nil {
+		return fmt.Errorf("checkpoint metadata: loader.seed: %w", err)
+	}
+	if st.Epoch, err = strconv.Atoi(m["loader.epoch"]); err != nil {
+		return fmt.Errorf("checkpoint metadata: loader.epoch: %w", err)
+	}
+	if st.Pos, err = strconv.Atoi(m["loader.pos"]); err != nil {
+		return fmt.Errorf("checkpoint metadata: loader.pos: %w", err)
+	}
+	return l.SetState(st)
+}
+
+// restore reads save's metadata: the epochs completed and their history.
+func restore(m map[string]string) (int, []epochStats, error) {
 	epochs, err := strconv.Atoi(m["epochs"])
 	if err != nil {
 		return 0, nil, fmt.Errorf("checkpoint metadata: epochs: %w", err)
 	}
 	if epochs < 0 {
 		return 0, nil, fmt.Errorf("checkpoint metadata: epochs %d is negative", epochs)
-	}
-	var st data.LoaderState
-	if st.Seed, err = strconv.ParseUint(m["loader.seed"], 10, 64); err != nil {
-		return 0, nil, fmt.Errorf("checkpoint metadata: loader.seed: %w", err)
-	}
-	if st.Epoch, err = strconv.Atoi(m["loader.epoch"]); err != nil {
-		return 0, nil, fmt.Errorf("checkpoint metadata: loader.epoch: %w", err)
-	}
-	if st.Pos, err = strconv.Atoi(m["loader.pos"]); err != nil {
-		return 0, nil, fmt.Errorf("checkpoint metadata: loader.pos: %w", err)
-	}
-	if err := l.SetState(st); err != nil {
-		return 0, nil, err
 	}
 	n, err := strconv.Atoi(m["history.count"])
 	if err != nil {

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"math/rand"
 	"testing"
 
 	"github.com/tapegrad/tapegrad/autodiff"
-	"github.com/tapegrad/tapegrad/internal/tensorx"
 	"github.com/tapegrad/tapegrad/internal/testutil"
-	"github.com/tapegrad/tapegrad/nn"
 	"github.com/tapegrad/tapegrad/nn/data"
-	"github.com/tapegrad/tapegrad/optim"
 )
 
 // Memory benchmarks: each reports, besides time, peak-live-MB and
@@ -56,51 +52,18 @@ func reportTape(b *testing.B, t *autodiff.Tape) {
 // benchStepMemory runs training steps of the example's model at the given
 // batch size on a random batch.
 func benchStepMemory(b *testing.B, batch int) {
-	model := newModel(1, false)
-	opt, err := optim.NewAdam(model.Params(), optim.AdamSettings{LR: 1e-3, Eps: optim.Float(1e-7)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := rand.New(rand.NewSource(1))
-	xs := make([]float32, batch*28*28)
-	for i := range xs {
-		xs[i] = r.Float32()
-	}
-	ys := make([]int32, batch)
-	for i := range ys {
-		ys[i] = int32(r.Intn(10))
-	}
-	x, err := tensorx.New([]int{batch, 28, 28, 1}, xs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	y, err := tensorx.New([]int{batch}, ys)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tape := autodiff.NewTape(autodiff.Seed(1))
-	step := func() {
-		tape.Reset()
-		logits := model.Forward(tape, tape.Constant(x))
-		loss := nn.SparseSoftmaxCrossEntropy(logits, tape.Constant(y))
-		if err := tape.Backward(loss); err != nil {
-			b.Fatal(err)
-		}
-		if err := opt.Step(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	tr := newTrainer(b, false, batch)
 	for range 3 {
-		step()
+		tr.step()
 	}
 	p := testutil.StartMemProbe()
 	b.ResetTimer()
 	for b.Loop() {
-		step()
+		tr.step()
 	}
 	b.StopTimer()
 	p.Report(b)
-	reportTape(b, tape)
+	reportTape(b, tr.tape)
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "examples/s")
 }
 

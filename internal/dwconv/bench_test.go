@@ -25,18 +25,18 @@ func BenchmarkKernels(b *testing.B) {
 		vec := float64(npix * c / Block)
 		b.Run(fmt.Sprintf("Fwd3x3/c%d/s%d", c, s), func(b *testing.B) {
 			for range b.N {
-				Fwd3x3(o, x, t, npix, c/Block, c, s, nil)
+				Fwd3x3(o, x, t, npix, c, c, s, nil, false)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/vec, "ns/vec")
 		})
 		b.Run(fmt.Sprintf("Filter3x3/c%d/s%d", c, s), func(b *testing.B) {
-			acc := make([]float32, 72*c/Block)
+			acc := make([]float32, accLen(c))
 			seg := 8
 			for range b.N {
 				for j := 0; j < npix; j += seg {
 					n := min(seg, npix-j)
 					win := &[3][]float32{x[0][j*s*c:], x[1][j*s*c:], x[2][j*s*c:]}
-					Filter3x3(acc, o[j*c:], win, n, c/Block, c, s, nil)
+					Filter3x3(acc, o[j*c:], win, n, c, c, s, nil)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/vec, "ns/vec")
@@ -45,7 +45,7 @@ func BenchmarkKernels(b *testing.B) {
 			b.Run(fmt.Sprintf("BwdInput3x3S2/c%d", c), func(b *testing.B) {
 				np := npix / 2
 				for range b.N {
-					BwdInput3x3S2(o, x, t, np, c/Block, c, nil)
+					BwdInput3x3S2(o, x, t, np, c, c, nil, false)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*np*c/Block), "ns/vec")
 			})

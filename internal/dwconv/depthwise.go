@@ -83,9 +83,10 @@ func ForwardWork[T tensorx.Float](g *Geom) WorkSize {
 // over the taps inside the image. Every element of out is written. The
 // Go loops build an output row filter row by filter row (the first valid
 // one stores, the others add); float32 problems with M = 1, a 3x3 filter,
-// DW = 1, SW 1 or 2 and C ≥ 8 run the AVX2/FMA kernels where the CPU has
-// them (fused multiply-adds in a fixed order, so the last bits differ
-// from the Go loops). Results do not depend on threads.
+// DW = 1, SW 1 or 2 and C ≥ 8 run the assembly kernels (AVX-512 or
+// AVX2/FMA) where the CPU has them (fused multiply-adds in a fixed order,
+// the same bits on both tiers, the last bits differ from the Go loops).
+// Results do not depend on threads.
 func Forward[T tensorx.Float](out, x, f []T, g *Geom, threads int, w *Work[T]) {
 	if !g.NCHW {
 		forwardNHWC(threads, g, x, f, out, w)
@@ -118,7 +119,7 @@ func BackpropInputWork[T tensorx.Float](g *Geom) WorkSize {
 // over the (i, j, p, q, m) with i·SH−PT+p·DH = y and j·SW−PL+q·DW = x.
 // Each input row gathers the out_backprop rows that read it, so every
 // element is written once per contributing filter row (stored by the
-// first, added by the others). float32 problems run the AVX2/FMA kernels
+// first, added by the others). float32 problems run the assembly kernels
 // as in Forward. Results do not depend on threads.
 func BackpropInput[T tensorx.Float](dx, f, dy []T, g *Geom, threads int, w *Work[T]) {
 	if !g.NCHW {
@@ -156,7 +157,7 @@ func BackpropFilterWork[T tensorx.Float](g *Geom) WorkSize {
 // bounds depend only on the shapes; each chunk sums its rows (in T per
 // row, then in float64) into its own partial filter, and the partials are
 // added in chunk order, so results are bit-identical for any thread
-// count. float32 problems run the AVX2/FMA kernels as in Forward.
+// count. float32 problems run the assembly kernels as in Forward.
 func BackpropFilter[T tensorx.Float](df, x, dy []T, g *Geom, threads int, w *Work[T]) {
 	if !g.NCHW {
 		backpropFilterNHWC(threads, g, x, dy, df, w)

@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/tapegrad/tapegrad/internal/cpu"
 	"github.com/tapegrad/tapegrad/internal/testutil"
 )
 
@@ -113,7 +114,7 @@ func f32(v []float64) []float32 { return testutil.Convert[float32](v) }
 // TestPaths runs the three functions in float32 with the assembly paths
 // on and off, against the float64 reference (relative to the sum of the
 // terms' magnitudes), with NaN-filled outputs and scratch, and with 1 and
-// 3 threads (bit-identical).
+// 3 threads, the latter also with non-temporal stores (bit-identical).
 func TestPaths(t *testing.T) {
 	fast := 0
 	for i, c := range pathCases() {
@@ -133,12 +134,18 @@ func TestPaths(t *testing.T) {
 		want := [3][]float64{ref.Forward(x, f), ref.BackpropInput(f, dy), ref.BackpropFilter(x, dy)}
 		xa, fa, dya := testutil.Abs(x), testutil.Abs(f), testutil.Abs(dy)
 		bound := [3][]float64{ref.Forward(xa, fa), ref.BackpropInput(fa, dya), ref.BackpropFilter(xa, dya)}
-		for _, asm := range modes() {
-			withMode(asm, func() {
+		for _, isa := range modes() {
+			withMode(isa, func() {
 				var first [3][]float32
-				for _, threads := range []int{1, 3} {
-					name := fmt.Sprintf("case %d %+v/asm=%v/t%d", i, c, asm, threads)
-					res := run3(&g, threads, f32(x), f32(f), f32(dy))
+				for _, threads := range []int{1, 3, -3} {
+					// Threads −3: 3 threads with non-temporal stores.
+					if threads < 0 {
+						old := dwStreamBytes
+						dwStreamBytes = 0
+						defer func() { dwStreamBytes = old }()
+					}
+					name := fmt.Sprintf("case %d %+v/%v/t%d", i, c, isa, threads)
+					res := run3(&g, max(threads, -threads), f32(x), f32(f), f32(dy))
 					for k, op := range []string{"Forward", "BackpropInput", "BackpropFilter"} {
 						checkClose(t, name+"/"+op, res[k], want[k], bound[k], 3e-6)
 					}
@@ -217,29 +224,40 @@ func TestPathsNonFinite(t *testing.T) {
 			}
 		}
 		dy[1], dy[c.c+1] = -inf, -inf
-		var res [2][3][]float32
-		for k, asm := range []bool{true, false} {
-			withMode(asm, func() { res[k] = run3(&g, 1, f32(x), f32(f), f32(dy)) })
+		var goRes [3][]float32
+		withMode(cpu.Go, func() { goRes = run3(&g, 1, f32(x), f32(f), f32(dy)) })
+		for _, isa := range modes()[1:] {
+			var res [2][3][]float32
+			withMode(isa, func() { res[0] = run3(&g, 1, f32(x), f32(f), f32(dy)) })
+			res[1] = goRes
+			checkNonFinite(t, fmt.Sprintf("case %d %v", i, isa), &res)
 		}
-		for k, op := range []string{"Forward", "BackpropInput", "BackpropFilter"} {
-			nonFinite, finite := 0, 0
-			for e, av := range res[0][k] {
-				a, b := float64(av), float64(res[1][k][e])
-				switch {
-				case math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0):
-					nonFinite++
-					if !(math.IsNaN(a) && math.IsNaN(b)) && a != b {
-						t.Fatalf("case %d %s: element %d is %v with assembly, %v in Go", i, op, e, a, b)
-					}
-				case math.Abs(a-b) > 1e-5*(1+math.Abs(b)):
-					t.Fatalf("case %d %s: element %d is %v with assembly, %v in Go", i, op, e, a, b)
-				default:
-					finite++
+	}
+}
+
+// checkNonFinite compares the assembly results res[0] with the Go ones
+// res[1]: the same infinities and NaNs, close finite values, both kinds
+// present.
+func checkNonFinite(t *testing.T, name string, res *[2][3][]float32) {
+	t.Helper()
+	for k, op := range []string{"Forward", "BackpropInput", "BackpropFilter"} {
+		nonFinite, finite := 0, 0
+		for e, av := range res[0][k] {
+			a, b := float64(av), float64(res[1][k][e])
+			switch {
+			case math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0):
+				nonFinite++
+				if !(math.IsNaN(a) && math.IsNaN(b)) && a != b {
+					t.Fatalf("%s %s: element %d is %v with assembly, %v in Go", name, op, e, a, b)
 				}
+			case math.Abs(a-b) > 1e-5*(1+math.Abs(b)):
+				t.Fatalf("%s %s: element %d is %v with assembly, %v in Go", name, op, e, a, b)
+			default:
+				finite++
 			}
-			if nonFinite == 0 || finite == 0 {
-				t.Fatalf("case %d %s: %d non-finite and %d finite elements, want both", i, op, nonFinite, finite)
-			}
+		}
+		if nonFinite == 0 || finite == 0 {
+			t.Fatalf("%s %s: %d non-finite and %d finite elements, want both", name, op, nonFinite, finite)
 		}
 	}
 }

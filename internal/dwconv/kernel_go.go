@@ -1,11 +1,12 @@
 package dwconv
 
 // Portable Go loops with the contracts of the exported functions (bounds
-// already checked). They run when useAsm is false and are the reference
-// of the assembly kernels' tests.
+// already checked) on the channels [0, w). They run when useAsm is false
+// and are the reference of the assembly kernels' tests. The loops that
+// accumulate into packed tap sums take their layout: blocks of lanes
+// channels, tap k of block b at (9b+k)·lanes.
 
-func fwd3x3Go(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int) {
-	w := Block * nb
+func fwd3x3Go(o []float32, x *[3][]float32, t []float32, npix, w, c, s int) {
 	for j := range npix {
 		oj := o[j*c : j*c+w]
 		for ch := range oj {
@@ -21,8 +22,7 @@ func fwd3x3Go(o []float32, x *[3][]float32, t []float32, npix, nb, c, s int) {
 	}
 }
 
-func bwd3x3S2Go(o []float32, d *[3][]float32, t []float32, npairs, nb, c int) {
-	w := Block * nb
+func bwd3x3S2Go(o []float32, d *[3][]float32, t []float32, npairs, w, c int) {
 	for m := range npairs {
 		e := o[2*m*c : 2*m*c+w]
 		od := o[(2*m+1)*c : (2*m+1)*c+w]
@@ -39,26 +39,23 @@ func bwd3x3S2Go(o []float32, d *[3][]float32, t []float32, npairs, nb, c int) {
 	}
 }
 
-func filter3x3Go(acc, dy []float32, x *[3][]float32, npix, nb, c, s int) {
-	for b := range nb {
-		a := acc[72*b : 72*b+72]
+func filter3x3Go(acc, dy []float32, x *[3][]float32, npix, w, c, s, lanes int) {
+	for ch := range w {
+		a := acc[9*lanes*(ch/lanes)+ch%lanes:]
 		for j := range npix {
-			for l := range Block {
-				ch := Block*b + l
-				v := dy[j*c+ch]
-				for p := range 3 {
-					xr := x[p][s*j*c+ch:]
-					for q := range 3 {
-						a[8*(3*p+q)+l] += v * xr[q*c]
-					}
+			v := dy[j*c+ch]
+			for p := range 3 {
+				xr := x[p][s*j*c+ch:]
+				for q := range 3 {
+					a[lanes*(3*p+q)] += v * xr[q*c]
 				}
 			}
 		}
 	}
 }
 
-func dotTapsGo(o []float32, xs, ts [][]float32, nb int) {
-	o = o[:Block*nb]
+func dotTapsGo(o []float32, xs, ts [][]float32, w int) {
+	o = o[:w]
 	for ch := range o {
 		var sum float32
 		for i := range xs {
@@ -68,15 +65,11 @@ func dotTapsGo(o []float32, xs, ts [][]float32, nb int) {
 	}
 }
 
-func axpyTapsGo(acc []float32, ks []int, xs [][]float32, dy []float32, nb int) {
-	for b := range nb {
+func axpyTapsGo(acc []float32, ks []int, xs [][]float32, dy []float32, w, lanes int) {
+	for ch := range w {
+		a := acc[9*lanes*(ch/lanes)+ch%lanes:]
 		for i, k := range ks {
-			a := acc[72*b+8*k : 72*b+8*k+8]
-			xi := xs[i][Block*b : Block*b+8]
-			d := dy[Block*b : Block*b+8]
-			for l := range a {
-				a[l] += d[l] * xi[l]
-			}
+			a[lanes*k] += dy[ch] * xs[i][ch]
 		}
 	}
 }

@@ -38,7 +38,7 @@ func sameBits[T Float](t *testing.T, what string, n int, got, want []T) {
 
 func testKernels[T Float](t *testing.T, name string) {
 	r := rand.New(rand.NewSource(1))
-	for _, n := range []int{0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257, 1031} {
+	for _, n := range []int{0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 257, 1031, 1<<14 - 1, 1 << 14, 1<<14 + 9} {
 		for off := range 3 {
 			x, g := fill[T](r, n+off), fill[T](r, n+off)
 			x, g = x[off:], g[off:]

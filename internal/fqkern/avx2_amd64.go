@@ -16,6 +16,20 @@ func fwd32AVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
 //go:noescape
 func fwdDiv32AVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
 
+// fwd32GroupAVX2 is the multiplying forward (zero channels masked by the keep row): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwd32GroupAVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
+
+// fwdDiv32GroupAVX2 is the dividing forward (Vars): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwdDiv32GroupAVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
+
 // grad32AVX2 is the gradient: in = (x >= lo & x <= hi) | pass, bi = g & in;
 // below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)
 // and l further (above) add g & below and g & above.
@@ -40,6 +54,20 @@ func fwd64AVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
 //
 //go:noescape
 func fwdDiv64AVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
+
+// fwd64GroupAVX2 is the multiplying forward (zero channels masked by the keep row): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwd64GroupAVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
+
+// fwdDiv64GroupAVX2 is the dividing forward (Vars): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwdDiv64GroupAVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
 
 // grad64AVX2 is the gradient: in = (x >= lo & x <= hi) | pass, bi = g & in;
 // below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)

@@ -12,7 +12,6 @@ TEXT ·fwd32AVX2(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x02, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -20,10 +19,13 @@ TEXT ·fwd32AVX2(SB), NOSPLIT, $0-48
 	VMOVD        R10, X15
 	VBROADCASTSS X15, Y15
 	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwd32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwd32x2:
 	CMPQ     R12, $0x10
@@ -114,7 +116,6 @@ TEXT ·fwdDiv32AVX2(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x02, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -123,10 +124,13 @@ TEXT ·fwdDiv32AVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSS X15, Y15
 	MOVQ         AX, R13
 	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwdDiv32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwdDiv32x2:
 	CMPQ     R12, $0x10
@@ -209,6 +213,425 @@ fwdDiv32next:
 	VZEROUPPER
 	RET
 
+// func fwd32GroupAVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
+// Requires: AVX, AVX2
+TEXT ·fwd32GroupAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVL         $0x3f000000, R10
+	VMOVD        R10, X15
+	VBROADCASTSS X15, Y15
+	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwd32r4rows:
+	CMPQ DX, $0x04
+	JLT  fwd32r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd32r4block:
+	CMPQ     R12, $0x08
+	JLT      fwd32r4tail
+	VMOVUPS  (R11)(AX*1), Y8
+	VMOVUPS  (R11), Y9
+	VMOVUPS  (R11)(R13*1), Y10
+	VMOVUPS  (R11)(BX*1), Y11
+	VMOVUPS  (R11)(AX*4), Y12
+	VMOVUPS  (R11)(R9*1), Y13
+	VMINPS   (SI), Y8, Y0
+	VMAXPS   Y0, Y9, Y0
+	VSUBPS   Y9, Y0, Y0
+	VMULPS   Y10, Y0, Y0
+	VSUBPS   Y11, Y0, Y0
+	VADDPS   Y15, Y0, Y0
+	VROUNDPS $0x01, Y0, Y0
+	VMULPS   Y12, Y0, Y0
+	VANDPS   Y13, Y0, Y0
+	VMOVUPS  Y0, (DI)
+	VMINPS   (SI)(CX*1), Y8, Y1
+	VMAXPS   Y1, Y9, Y1
+	VSUBPS   Y9, Y1, Y1
+	VMULPS   Y10, Y1, Y1
+	VSUBPS   Y11, Y1, Y1
+	VADDPS   Y15, Y1, Y1
+	VROUNDPS $0x01, Y1, Y1
+	VMULPS   Y12, Y1, Y1
+	VANDPS   Y13, Y1, Y1
+	VMOVUPS  Y1, (DI)(CX*1)
+	VMINPS   (SI)(CX*2), Y8, Y2
+	VMAXPS   Y2, Y9, Y2
+	VSUBPS   Y9, Y2, Y2
+	VMULPS   Y10, Y2, Y2
+	VSUBPS   Y11, Y2, Y2
+	VADDPS   Y15, Y2, Y2
+	VROUNDPS $0x01, Y2, Y2
+	VMULPS   Y12, Y2, Y2
+	VANDPS   Y13, Y2, Y2
+	VMOVUPS  Y2, (DI)(CX*2)
+	VMINPS   (SI)(R10*1), Y8, Y3
+	VMAXPS   Y3, Y9, Y3
+	VSUBPS   Y9, Y3, Y3
+	VMULPS   Y10, Y3, Y3
+	VSUBPS   Y11, Y3, Y3
+	VADDPS   Y15, Y3, Y3
+	VROUNDPS $0x01, Y3, Y3
+	VMULPS   Y12, Y3, Y3
+	VANDPS   Y13, Y3, Y3
+	VMOVUPS  Y3, (DI)(R10*1)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x08, R12
+	JMP      fwd32r4block
+
+fwd32r4tail:
+	TESTQ    R12, R12
+	JZ       fwd32r4next
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VMULSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(CX*1), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VMULSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(CX*1)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(CX*2), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VMULSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(CX*2)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(R10*1), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VMULSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(R10*1)
+	ADDQ     $0x04, SI
+	ADDQ     $0x04, DI
+	ADDQ     $0x04, R11
+	DECQ     R12
+	JMP      fwd32r4tail
+
+fwd32r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwd32r4rows
+
+fwd32r4done:
+fwd32r1rows:
+	CMPQ DX, $0x01
+	JLT  fwd32r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd32r1block:
+	CMPQ     R12, $0x08
+	JLT      fwd32r1tail
+	VMOVUPS  (R11)(AX*1), Y8
+	VMOVUPS  (R11), Y9
+	VMOVUPS  (R11)(R13*1), Y10
+	VMOVUPS  (R11)(BX*1), Y11
+	VMOVUPS  (R11)(AX*4), Y12
+	VMOVUPS  (R11)(R9*1), Y13
+	VMINPS   (SI), Y8, Y0
+	VMAXPS   Y0, Y9, Y0
+	VSUBPS   Y9, Y0, Y0
+	VMULPS   Y10, Y0, Y0
+	VSUBPS   Y11, Y0, Y0
+	VADDPS   Y15, Y0, Y0
+	VROUNDPS $0x01, Y0, Y0
+	VMULPS   Y12, Y0, Y0
+	VANDPS   Y13, Y0, Y0
+	VMOVUPS  Y0, (DI)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x08, R12
+	JMP      fwd32r1block
+
+fwd32r1tail:
+	TESTQ    R12, R12
+	JZ       fwd32r1next
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VMULSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)
+	ADDQ     $0x04, SI
+	ADDQ     $0x04, DI
+	ADDQ     $0x04, R11
+	DECQ     R12
+	JMP      fwd32r1tail
+
+fwd32r1next:
+	SUBQ $0x01, DX
+	JMP  fwd32r1rows
+
+fwd32r1done:
+	VZEROUPPER
+	RET
+
+// func fwdDiv32GroupAVX2(y *float32, x *float32, tab *float32, l int, n int, rows int)
+// Requires: AVX, AVX2
+TEXT ·fwdDiv32GroupAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVL         $0x3f000000, R10
+	VMOVD        R10, X15
+	VBROADCASTSS X15, Y15
+	MOVQ         AX, R13
+	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwdDiv32r4rows:
+	CMPQ DX, $0x04
+	JLT  fwdDiv32r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv32r4block:
+	CMPQ     R12, $0x08
+	JLT      fwdDiv32r4tail
+	VMOVUPS  (R11)(AX*1), Y8
+	VMOVUPS  (R11), Y9
+	VMOVUPS  (R11)(R13*1), Y10
+	VMOVUPS  (R11)(BX*1), Y11
+	VMOVUPS  (R11)(AX*4), Y12
+	VMOVUPS  (R11)(R9*1), Y13
+	VMINPS   (SI), Y8, Y0
+	VMAXPS   Y0, Y9, Y0
+	VSUBPS   Y9, Y0, Y0
+	VDIVPS   Y10, Y0, Y0
+	VSUBPS   Y11, Y0, Y0
+	VADDPS   Y15, Y0, Y0
+	VROUNDPS $0x01, Y0, Y0
+	VMULPS   Y12, Y0, Y0
+	VANDPS   Y13, Y0, Y0
+	VMOVUPS  Y0, (DI)
+	VMINPS   (SI)(CX*1), Y8, Y1
+	VMAXPS   Y1, Y9, Y1
+	VSUBPS   Y9, Y1, Y1
+	VDIVPS   Y10, Y1, Y1
+	VSUBPS   Y11, Y1, Y1
+	VADDPS   Y15, Y1, Y1
+	VROUNDPS $0x01, Y1, Y1
+	VMULPS   Y12, Y1, Y1
+	VANDPS   Y13, Y1, Y1
+	VMOVUPS  Y1, (DI)(CX*1)
+	VMINPS   (SI)(CX*2), Y8, Y2
+	VMAXPS   Y2, Y9, Y2
+	VSUBPS   Y9, Y2, Y2
+	VDIVPS   Y10, Y2, Y2
+	VSUBPS   Y11, Y2, Y2
+	VADDPS   Y15, Y2, Y2
+	VROUNDPS $0x01, Y2, Y2
+	VMULPS   Y12, Y2, Y2
+	VANDPS   Y13, Y2, Y2
+	VMOVUPS  Y2, (DI)(CX*2)
+	VMINPS   (SI)(R10*1), Y8, Y3
+	VMAXPS   Y3, Y9, Y3
+	VSUBPS   Y9, Y3, Y3
+	VDIVPS   Y10, Y3, Y3
+	VSUBPS   Y11, Y3, Y3
+	VADDPS   Y15, Y3, Y3
+	VROUNDPS $0x01, Y3, Y3
+	VMULPS   Y12, Y3, Y3
+	VANDPS   Y13, Y3, Y3
+	VMOVUPS  Y3, (DI)(R10*1)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x08, R12
+	JMP      fwdDiv32r4block
+
+fwdDiv32r4tail:
+	TESTQ    R12, R12
+	JZ       fwdDiv32r4next
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VDIVSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(CX*1), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VDIVSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(CX*1)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(CX*2), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VDIVSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(CX*2)
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI)(R10*1), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VDIVSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)(R10*1)
+	ADDQ     $0x04, SI
+	ADDQ     $0x04, DI
+	ADDQ     $0x04, R11
+	DECQ     R12
+	JMP      fwdDiv32r4tail
+
+fwdDiv32r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwdDiv32r4rows
+
+fwdDiv32r4done:
+fwdDiv32r1rows:
+	CMPQ DX, $0x01
+	JLT  fwdDiv32r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv32r1block:
+	CMPQ     R12, $0x08
+	JLT      fwdDiv32r1tail
+	VMOVUPS  (R11)(AX*1), Y8
+	VMOVUPS  (R11), Y9
+	VMOVUPS  (R11)(R13*1), Y10
+	VMOVUPS  (R11)(BX*1), Y11
+	VMOVUPS  (R11)(AX*4), Y12
+	VMOVUPS  (R11)(R9*1), Y13
+	VMINPS   (SI), Y8, Y0
+	VMAXPS   Y0, Y9, Y0
+	VSUBPS   Y9, Y0, Y0
+	VDIVPS   Y10, Y0, Y0
+	VSUBPS   Y11, Y0, Y0
+	VADDPS   Y15, Y0, Y0
+	VROUNDPS $0x01, Y0, Y0
+	VMULPS   Y12, Y0, Y0
+	VANDPS   Y13, Y0, Y0
+	VMOVUPS  Y0, (DI)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x08, R12
+	JMP      fwdDiv32r1block
+
+fwdDiv32r1tail:
+	TESTQ    R12, R12
+	JZ       fwdDiv32r1next
+	VMOVSS   (R11)(AX*1), X2
+	VMINSS   (SI), X2, X0
+	VMOVSS   (R11), X1
+	VMAXSS   X0, X1, X0
+	VSUBSS   X1, X0, X0
+	VDIVSS   (R11)(R13*1), X0, X0
+	VSUBSS   (R11)(BX*1), X0, X0
+	VADDSS   X15, X0, X0
+	VROUNDSS $0x01, X0, X0, X0
+	VMULSS   (R11)(AX*4), X0, X0
+	VMOVSS   (R11)(R9*1), X2
+	VANDPS   X2, X0, X0
+	VMOVSS   X0, (DI)
+	ADDQ     $0x04, SI
+	ADDQ     $0x04, DI
+	ADDQ     $0x04, R11
+	DECQ     R12
+	JMP      fwdDiv32r1tail
+
+fwdDiv32r1next:
+	SUBQ $0x01, DX
+	JMP  fwdDiv32r1rows
+
+fwdDiv32r1done:
+	VZEROUPPER
+	RET
+
 // func grad32AVX2(bi *float32, gs *float32, x *float32, tab *float32, l int, n int, rows int, acc *float64)
 // Requires: AVX
 TEXT ·grad32AVX2(SB), NOSPLIT, $0-64
@@ -217,7 +640,6 @@ TEXT ·grad32AVX2(SB), NOSPLIT, $0-64
 	MOVQ x+16(FP), SI
 	MOVQ tab+24(FP), R8
 	MOVQ l+32(FP), AX
-	MOVQ n+40(FP), CX
 	MOVQ rows+48(FP), DX
 	MOVQ acc+56(FP), R14
 	MOVQ AX, BX
@@ -227,7 +649,7 @@ TEXT ·grad32AVX2(SB), NOSPLIT, $0-64
 grad32row:
 	MOVQ R8, R11
 	MOVQ R14, R10
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 grad32x2:
 	CMPQ         R12, $0x10
@@ -251,15 +673,15 @@ grad32x2:
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y5
 	VADDPD       (R10), Y4, Y4
-	VADDPD       32(R10), Y5, Y5
 	VMOVUPD      Y4, (R10)
+	VADDPD       32(R10), Y5, Y5
 	VMOVUPD      Y5, 32(R10)
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y5
 	VADDPD       (R10)(BX*1), Y4, Y4
-	VADDPD       32(R10)(BX*1), Y5, Y5
 	VMOVUPD      Y4, (R10)(BX*1)
+	VADDPD       32(R10)(BX*1), Y5, Y5
 	VMOVUPD      Y5, 32(R10)(BX*1)
 	VMOVUPS      32(SI), Y6
 	VMOVUPS      32(R13), Y7
@@ -280,15 +702,15 @@ grad32x2:
 	VEXTRACTF128 $0x01, Y8, X8
 	VCVTPS2PD    X8, Y11
 	VADDPD       64(R10), Y10, Y10
-	VADDPD       96(R10), Y11, Y11
 	VMOVUPD      Y10, 64(R10)
+	VADDPD       96(R10), Y11, Y11
 	VMOVUPD      Y11, 96(R10)
 	VCVTPS2PD    X9, Y10
 	VEXTRACTF128 $0x01, Y9, X9
 	VCVTPS2PD    X9, Y11
 	VADDPD       64(R10)(BX*1), Y10, Y10
-	VADDPD       96(R10)(BX*1), Y11, Y11
 	VMOVUPD      Y10, 64(R10)(BX*1)
+	VADDPD       96(R10)(BX*1), Y11, Y11
 	VMOVUPD      Y11, 96(R10)(BX*1)
 	ADDQ         $0x40, SI
 	ADDQ         $0x40, R13
@@ -320,15 +742,15 @@ grad32x1:
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y5
 	VADDPD       (R10), Y4, Y4
-	VADDPD       32(R10), Y5, Y5
 	VMOVUPD      Y4, (R10)
+	VADDPD       32(R10), Y5, Y5
 	VMOVUPD      Y5, 32(R10)
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y5
 	VADDPD       (R10)(BX*1), Y4, Y4
-	VADDPD       32(R10)(BX*1), Y5, Y5
 	VMOVUPD      Y4, (R10)(BX*1)
+	VADDPD       32(R10)(BX*1), Y5, Y5
 	VMOVUPD      Y5, 32(R10)(BX*1)
 	ADDQ         $0x20, SI
 	ADDQ         $0x20, R13
@@ -385,13 +807,12 @@ TEXT ·adj32AVX2(SB), NOSPLIT, $0-56
 	MOVQ tab+24(FP), R8
 	MOVQ l+32(FP), AX
 	SHLQ $0x02, AX
-	MOVQ n+40(FP), CX
 	MOVQ rows+48(FP), DX
 	LEAQ (AX)(AX*2), BX
 
 adj32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 adj32x2:
 	CMPQ    R12, $0x10
@@ -504,7 +925,6 @@ TEXT ·fwd64AVX2(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x03, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -512,10 +932,13 @@ TEXT ·fwd64AVX2(SB), NOSPLIT, $0-48
 	VMOVQ        R10, X15
 	VBROADCASTSD X15, Y15
 	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwd64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwd64x2:
 	CMPQ     R12, $0x08
@@ -606,7 +1029,6 @@ TEXT ·fwdDiv64AVX2(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x03, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -615,10 +1037,13 @@ TEXT ·fwdDiv64AVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSD X15, Y15
 	MOVQ         AX, R13
 	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwdDiv64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwdDiv64x2:
 	CMPQ     R12, $0x08
@@ -701,6 +1126,425 @@ fwdDiv64next:
 	VZEROUPPER
 	RET
 
+// func fwd64GroupAVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
+// Requires: AVX, AVX2
+TEXT ·fwd64GroupAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x03, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVQ         $0x3fe0000000000000, R10
+	VMOVQ        R10, X15
+	VBROADCASTSD X15, Y15
+	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwd64r4rows:
+	CMPQ DX, $0x04
+	JLT  fwd64r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd64r4block:
+	CMPQ     R12, $0x04
+	JLT      fwd64r4tail
+	VMOVUPD  (R11)(AX*1), Y8
+	VMOVUPD  (R11), Y9
+	VMOVUPD  (R11)(R13*1), Y10
+	VMOVUPD  (R11)(BX*1), Y11
+	VMOVUPD  (R11)(AX*4), Y12
+	VMOVUPD  (R11)(R9*1), Y13
+	VMINPD   (SI), Y8, Y0
+	VMAXPD   Y0, Y9, Y0
+	VSUBPD   Y9, Y0, Y0
+	VMULPD   Y10, Y0, Y0
+	VSUBPD   Y11, Y0, Y0
+	VADDPD   Y15, Y0, Y0
+	VROUNDPD $0x01, Y0, Y0
+	VMULPD   Y12, Y0, Y0
+	VANDPD   Y13, Y0, Y0
+	VMOVUPD  Y0, (DI)
+	VMINPD   (SI)(CX*1), Y8, Y1
+	VMAXPD   Y1, Y9, Y1
+	VSUBPD   Y9, Y1, Y1
+	VMULPD   Y10, Y1, Y1
+	VSUBPD   Y11, Y1, Y1
+	VADDPD   Y15, Y1, Y1
+	VROUNDPD $0x01, Y1, Y1
+	VMULPD   Y12, Y1, Y1
+	VANDPD   Y13, Y1, Y1
+	VMOVUPD  Y1, (DI)(CX*1)
+	VMINPD   (SI)(CX*2), Y8, Y2
+	VMAXPD   Y2, Y9, Y2
+	VSUBPD   Y9, Y2, Y2
+	VMULPD   Y10, Y2, Y2
+	VSUBPD   Y11, Y2, Y2
+	VADDPD   Y15, Y2, Y2
+	VROUNDPD $0x01, Y2, Y2
+	VMULPD   Y12, Y2, Y2
+	VANDPD   Y13, Y2, Y2
+	VMOVUPD  Y2, (DI)(CX*2)
+	VMINPD   (SI)(R10*1), Y8, Y3
+	VMAXPD   Y3, Y9, Y3
+	VSUBPD   Y9, Y3, Y3
+	VMULPD   Y10, Y3, Y3
+	VSUBPD   Y11, Y3, Y3
+	VADDPD   Y15, Y3, Y3
+	VROUNDPD $0x01, Y3, Y3
+	VMULPD   Y12, Y3, Y3
+	VANDPD   Y13, Y3, Y3
+	VMOVUPD  Y3, (DI)(R10*1)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x04, R12
+	JMP      fwd64r4block
+
+fwd64r4tail:
+	TESTQ    R12, R12
+	JZ       fwd64r4next
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VMULSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(CX*1), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VMULSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(CX*1)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(CX*2), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VMULSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(CX*2)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(R10*1), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VMULSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(R10*1)
+	ADDQ     $0x08, SI
+	ADDQ     $0x08, DI
+	ADDQ     $0x08, R11
+	DECQ     R12
+	JMP      fwd64r4tail
+
+fwd64r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwd64r4rows
+
+fwd64r4done:
+fwd64r1rows:
+	CMPQ DX, $0x01
+	JLT  fwd64r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd64r1block:
+	CMPQ     R12, $0x04
+	JLT      fwd64r1tail
+	VMOVUPD  (R11)(AX*1), Y8
+	VMOVUPD  (R11), Y9
+	VMOVUPD  (R11)(R13*1), Y10
+	VMOVUPD  (R11)(BX*1), Y11
+	VMOVUPD  (R11)(AX*4), Y12
+	VMOVUPD  (R11)(R9*1), Y13
+	VMINPD   (SI), Y8, Y0
+	VMAXPD   Y0, Y9, Y0
+	VSUBPD   Y9, Y0, Y0
+	VMULPD   Y10, Y0, Y0
+	VSUBPD   Y11, Y0, Y0
+	VADDPD   Y15, Y0, Y0
+	VROUNDPD $0x01, Y0, Y0
+	VMULPD   Y12, Y0, Y0
+	VANDPD   Y13, Y0, Y0
+	VMOVUPD  Y0, (DI)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x04, R12
+	JMP      fwd64r1block
+
+fwd64r1tail:
+	TESTQ    R12, R12
+	JZ       fwd64r1next
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VMULSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)
+	ADDQ     $0x08, SI
+	ADDQ     $0x08, DI
+	ADDQ     $0x08, R11
+	DECQ     R12
+	JMP      fwd64r1tail
+
+fwd64r1next:
+	SUBQ $0x01, DX
+	JMP  fwd64r1rows
+
+fwd64r1done:
+	VZEROUPPER
+	RET
+
+// func fwdDiv64GroupAVX2(y *float64, x *float64, tab *float64, l int, n int, rows int)
+// Requires: AVX, AVX2
+TEXT ·fwdDiv64GroupAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x03, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVQ         $0x3fe0000000000000, R10
+	VMOVQ        R10, X15
+	VBROADCASTSD X15, Y15
+	MOVQ         AX, R13
+	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwdDiv64r4rows:
+	CMPQ DX, $0x04
+	JLT  fwdDiv64r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv64r4block:
+	CMPQ     R12, $0x04
+	JLT      fwdDiv64r4tail
+	VMOVUPD  (R11)(AX*1), Y8
+	VMOVUPD  (R11), Y9
+	VMOVUPD  (R11)(R13*1), Y10
+	VMOVUPD  (R11)(BX*1), Y11
+	VMOVUPD  (R11)(AX*4), Y12
+	VMOVUPD  (R11)(R9*1), Y13
+	VMINPD   (SI), Y8, Y0
+	VMAXPD   Y0, Y9, Y0
+	VSUBPD   Y9, Y0, Y0
+	VDIVPD   Y10, Y0, Y0
+	VSUBPD   Y11, Y0, Y0
+	VADDPD   Y15, Y0, Y0
+	VROUNDPD $0x01, Y0, Y0
+	VMULPD   Y12, Y0, Y0
+	VANDPD   Y13, Y0, Y0
+	VMOVUPD  Y0, (DI)
+	VMINPD   (SI)(CX*1), Y8, Y1
+	VMAXPD   Y1, Y9, Y1
+	VSUBPD   Y9, Y1, Y1
+	VDIVPD   Y10, Y1, Y1
+	VSUBPD   Y11, Y1, Y1
+	VADDPD   Y15, Y1, Y1
+	VROUNDPD $0x01, Y1, Y1
+	VMULPD   Y12, Y1, Y1
+	VANDPD   Y13, Y1, Y1
+	VMOVUPD  Y1, (DI)(CX*1)
+	VMINPD   (SI)(CX*2), Y8, Y2
+	VMAXPD   Y2, Y9, Y2
+	VSUBPD   Y9, Y2, Y2
+	VDIVPD   Y10, Y2, Y2
+	VSUBPD   Y11, Y2, Y2
+	VADDPD   Y15, Y2, Y2
+	VROUNDPD $0x01, Y2, Y2
+	VMULPD   Y12, Y2, Y2
+	VANDPD   Y13, Y2, Y2
+	VMOVUPD  Y2, (DI)(CX*2)
+	VMINPD   (SI)(R10*1), Y8, Y3
+	VMAXPD   Y3, Y9, Y3
+	VSUBPD   Y9, Y3, Y3
+	VDIVPD   Y10, Y3, Y3
+	VSUBPD   Y11, Y3, Y3
+	VADDPD   Y15, Y3, Y3
+	VROUNDPD $0x01, Y3, Y3
+	VMULPD   Y12, Y3, Y3
+	VANDPD   Y13, Y3, Y3
+	VMOVUPD  Y3, (DI)(R10*1)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x04, R12
+	JMP      fwdDiv64r4block
+
+fwdDiv64r4tail:
+	TESTQ    R12, R12
+	JZ       fwdDiv64r4next
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VDIVSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(CX*1), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VDIVSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(CX*1)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(CX*2), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VDIVSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(CX*2)
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI)(R10*1), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VDIVSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)(R10*1)
+	ADDQ     $0x08, SI
+	ADDQ     $0x08, DI
+	ADDQ     $0x08, R11
+	DECQ     R12
+	JMP      fwdDiv64r4tail
+
+fwdDiv64r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwdDiv64r4rows
+
+fwdDiv64r4done:
+fwdDiv64r1rows:
+	CMPQ DX, $0x01
+	JLT  fwdDiv64r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv64r1block:
+	CMPQ     R12, $0x04
+	JLT      fwdDiv64r1tail
+	VMOVUPD  (R11)(AX*1), Y8
+	VMOVUPD  (R11), Y9
+	VMOVUPD  (R11)(R13*1), Y10
+	VMOVUPD  (R11)(BX*1), Y11
+	VMOVUPD  (R11)(AX*4), Y12
+	VMOVUPD  (R11)(R9*1), Y13
+	VMINPD   (SI), Y8, Y0
+	VMAXPD   Y0, Y9, Y0
+	VSUBPD   Y9, Y0, Y0
+	VDIVPD   Y10, Y0, Y0
+	VSUBPD   Y11, Y0, Y0
+	VADDPD   Y15, Y0, Y0
+	VROUNDPD $0x01, Y0, Y0
+	VMULPD   Y12, Y0, Y0
+	VANDPD   Y13, Y0, Y0
+	VMOVUPD  Y0, (DI)
+	ADDQ     $0x20, SI
+	ADDQ     $0x20, DI
+	ADDQ     $0x20, R11
+	SUBQ     $0x04, R12
+	JMP      fwdDiv64r1block
+
+fwdDiv64r1tail:
+	TESTQ    R12, R12
+	JZ       fwdDiv64r1next
+	VMOVSD   (R11)(AX*1), X2
+	VMINSD   (SI), X2, X0
+	VMOVSD   (R11), X1
+	VMAXSD   X0, X1, X0
+	VSUBSD   X1, X0, X0
+	VDIVSD   (R11)(R13*1), X0, X0
+	VSUBSD   (R11)(BX*1), X0, X0
+	VADDSD   X15, X0, X0
+	VROUNDSD $0x01, X0, X0, X0
+	VMULSD   (R11)(AX*4), X0, X0
+	VMOVSD   (R11)(R9*1), X2
+	VANDPD   X2, X0, X0
+	VMOVSD   X0, (DI)
+	ADDQ     $0x08, SI
+	ADDQ     $0x08, DI
+	ADDQ     $0x08, R11
+	DECQ     R12
+	JMP      fwdDiv64r1tail
+
+fwdDiv64r1next:
+	SUBQ $0x01, DX
+	JMP  fwdDiv64r1rows
+
+fwdDiv64r1done:
+	VZEROUPPER
+	RET
+
 // func grad64AVX2(bi *float64, gs *float64, x *float64, tab *float64, l int, n int, rows int, acc *float64)
 // Requires: AVX
 TEXT ·grad64AVX2(SB), NOSPLIT, $0-64
@@ -709,7 +1553,6 @@ TEXT ·grad64AVX2(SB), NOSPLIT, $0-64
 	MOVQ x+16(FP), SI
 	MOVQ tab+24(FP), R8
 	MOVQ l+32(FP), AX
-	MOVQ n+40(FP), CX
 	MOVQ rows+48(FP), DX
 	MOVQ acc+56(FP), R14
 	SHLQ $0x03, AX
@@ -717,7 +1560,7 @@ TEXT ·grad64AVX2(SB), NOSPLIT, $0-64
 grad64row:
 	MOVQ R8, R11
 	MOVQ R14, R10
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 grad64x2:
 	CMPQ    R12, $0x08
@@ -738,8 +1581,8 @@ grad64x2:
 	VANDPD  Y1, Y2, Y2
 	VANDPD  Y1, Y3, Y3
 	VADDPD  (R10), Y2, Y2
-	VADDPD  (R10)(AX*1), Y3, Y3
 	VMOVUPD Y2, (R10)
+	VADDPD  (R10)(AX*1), Y3, Y3
 	VMOVUPD Y3, (R10)(AX*1)
 	VMOVUPD 32(SI), Y6
 	VMOVUPD 32(R13), Y7
@@ -757,8 +1600,8 @@ grad64x2:
 	VANDPD  Y7, Y8, Y8
 	VANDPD  Y7, Y9, Y9
 	VADDPD  32(R10), Y8, Y8
-	VADDPD  32(R10)(AX*1), Y9, Y9
 	VMOVUPD Y8, 32(R10)
+	VADDPD  32(R10)(AX*1), Y9, Y9
 	VMOVUPD Y9, 32(R10)(AX*1)
 	ADDQ    $0x40, SI
 	ADDQ    $0x40, R13
@@ -787,8 +1630,8 @@ grad64x1:
 	VANDPD  Y1, Y2, Y2
 	VANDPD  Y1, Y3, Y3
 	VADDPD  (R10), Y2, Y2
-	VADDPD  (R10)(AX*1), Y3, Y3
 	VMOVUPD Y2, (R10)
+	VADDPD  (R10)(AX*1), Y3, Y3
 	VMOVUPD Y3, (R10)(AX*1)
 	ADDQ    $0x20, SI
 	ADDQ    $0x20, R13
@@ -843,13 +1686,12 @@ TEXT ·adj64AVX2(SB), NOSPLIT, $0-56
 	MOVQ tab+24(FP), R8
 	MOVQ l+32(FP), AX
 	SHLQ $0x03, AX
-	MOVQ n+40(FP), CX
 	MOVQ rows+48(FP), DX
 	LEAQ (AX)(AX*2), BX
 
 adj64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 adj64x2:
 	CMPQ    R12, $0x08

@@ -16,6 +16,20 @@ func fwd32AVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
 //go:noescape
 func fwdDiv32AVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
 
+// fwd32GroupAVX512 is the multiplying forward (zero channels masked by the keep row): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwd32GroupAVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
+
+// fwdDiv32GroupAVX512 is the dividing forward (Vars): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwdDiv32GroupAVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
+
 // grad32AVX512 is the gradient: in = (x >= lo & x <= hi) | pass, bi = g & in;
 // below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)
 // and l further (above) add g & below and g & above.
@@ -40,6 +54,20 @@ func fwd64AVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
 //
 //go:noescape
 func fwdDiv64AVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
+
+// fwd64GroupAVX512 is the multiplying forward (zero channels masked by the keep row): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwd64GroupAVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
+
+// fwdDiv64GroupAVX512 is the dividing forward (Vars): v = min(x, nmax) (x when NaN), v = max(v, nmin),
+// y = floor((v − nmin) OP row − qzero + 0.5)·scale & keep, table rows l apart.
+// Rows in groups of 4 while that many remain, then one at a time.
+//
+//go:noescape
+func fwdDiv64GroupAVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
 
 // grad64AVX512 is the gradient: in = (x >= lo & x <= hi) | pass, bi = g & in;
 // below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)

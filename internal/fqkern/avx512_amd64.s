@@ -19,7 +19,6 @@ TEXT ·fwd32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x02, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -27,10 +26,13 @@ TEXT ·fwd32AVX512(SB), NOSPLIT, $0-48
 	VMOVD        R10, X15
 	VBROADCASTSS X15, Z15
 	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwd32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwd32x2:
 	CMPQ        R12, $0x20
@@ -88,24 +90,24 @@ fwd32x1:
 fwd32tail:
 	TESTQ       R12, R12
 	JZ          fwd32next
-	VMOVUPS.Z   (R11)(AX*1), K7, Z16
-	VMOVUPS     Z16, Z2
-	VMOVUPS.Z   (SI), K7, Z17
-	VMINPS      Z17, Z2, Z0
-	VMOVUPS.Z   (R11), K7, Z18
-	VMOVUPS     Z18, Z1
+	VMOVUPS.Z   (R11)(AX*1), K7, Z6
+	VMOVUPS     Z6, Z2
+	VMOVUPS.Z   (SI), K7, Z7
+	VMINPS      Z7, Z2, Z0
+	VMOVUPS.Z   (R11), K7, Z8
+	VMOVUPS     Z8, Z1
 	VMAXPS      Z0, Z1, Z0
 	VSUBPS      Z1, Z0, Z0
-	VMOVUPS.Z   (R11)(R13*1), K7, Z19
-	VMULPS      Z19, Z0, Z0
-	VMOVUPS.Z   (R11)(BX*1), K7, Z20
-	VSUBPS      Z20, Z0, Z0
+	VMOVUPS.Z   (R11)(R13*1), K7, Z9
+	VMULPS      Z9, Z0, Z0
+	VMOVUPS.Z   (R11)(BX*1), K7, Z10
+	VSUBPS      Z10, Z0, Z0
 	VADDPS      Z15, Z0, Z0
 	VRNDSCALEPS $0x01, Z0, Z0
-	VMOVUPS.Z   (R11)(AX*4), K7, Z21
-	VMULPS      Z21, Z0, Z0
-	VMOVUPS.Z   (R11)(R9*1), K7, Z22
-	VANDPS      Z22, Z0, Z0
+	VMOVUPS.Z   (R11)(AX*4), K7, Z11
+	VMULPS      Z11, Z0, Z0
+	VMOVUPS.Z   (R11)(R9*1), K7, Z12
+	VANDPS      Z12, Z0, Z0
 	VMOVUPS     Z0, K7, (DI)
 	LEAQ        (SI)(R12*4), SI
 	LEAQ        (DI)(R12*4), DI
@@ -131,7 +133,6 @@ TEXT ·fwdDiv32AVX512(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x02, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -140,10 +141,13 @@ TEXT ·fwdDiv32AVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSS X15, Z15
 	MOVQ         AX, R13
 	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwdDiv32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwdDiv32x2:
 	CMPQ        R12, $0x20
@@ -201,24 +205,24 @@ fwdDiv32x1:
 fwdDiv32tail:
 	TESTQ       R12, R12
 	JZ          fwdDiv32next
-	VMOVUPS.Z   (R11)(AX*1), K7, Z16
-	VMOVUPS     Z16, Z2
-	VMOVUPS.Z   (SI), K7, Z17
-	VMINPS      Z17, Z2, Z0
-	VMOVUPS.Z   (R11), K7, Z18
-	VMOVUPS     Z18, Z1
+	VMOVUPS.Z   (R11)(AX*1), K7, Z6
+	VMOVUPS     Z6, Z2
+	VMOVUPS.Z   (SI), K7, Z7
+	VMINPS      Z7, Z2, Z0
+	VMOVUPS.Z   (R11), K7, Z8
+	VMOVUPS     Z8, Z1
 	VMAXPS      Z0, Z1, Z0
 	VSUBPS      Z1, Z0, Z0
-	VMOVUPS.Z   (R11)(R13*1), K7, Z19
-	VDIVPS      Z19, Z0, Z0
-	VMOVUPS.Z   (R11)(BX*1), K7, Z20
-	VSUBPS      Z20, Z0, Z0
+	VMOVUPS.Z   (R11)(R13*1), K7, Z9
+	VDIVPS      Z9, Z0, Z0
+	VMOVUPS.Z   (R11)(BX*1), K7, Z10
+	VSUBPS      Z10, Z0, Z0
 	VADDPS      Z15, Z0, Z0
 	VRNDSCALEPS $0x01, Z0, Z0
-	VMOVUPS.Z   (R11)(AX*4), K7, Z21
-	VMULPS      Z21, Z0, Z0
-	VMOVUPS.Z   (R11)(R9*1), K7, Z22
-	VANDPS      Z22, Z0, Z0
+	VMOVUPS.Z   (R11)(AX*4), K7, Z11
+	VMULPS      Z11, Z0, Z0
+	VMOVUPS.Z   (R11)(R9*1), K7, Z12
+	VANDPS      Z12, Z0, Z0
 	VMOVUPS     Z0, K7, (DI)
 	LEAQ        (SI)(R12*4), SI
 	LEAQ        (DI)(R12*4), DI
@@ -226,6 +230,431 @@ fwdDiv32tail:
 fwdDiv32next:
 	DECQ DX
 	JNZ  fwdDiv32row
+	VZEROUPPER
+	RET
+
+// func fwd32GroupAVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·fwd32GroupAVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+32(FP), CX
+	ANDL         $0x0f, CX
+	MOVL         $0x00000001, R12
+	SHLL         CL, R12
+	DECL         R12
+	KMOVW        R12, K7
+	KSHIFTRW     $0x08, K7, K6
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVL         $0x3f000000, R10
+	VMOVD        R10, X15
+	VBROADCASTSS X15, Z15
+	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwd32r4rows:
+	CMPQ DX, $0x04
+	JLT  fwd32r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd32r4block:
+	CMPQ        R12, $0x10
+	JLT         fwd32r4tail
+	VMOVUPS     (R11)(AX*1), Z8
+	VMOVUPS     (R11), Z9
+	VMOVUPS     (R11)(R13*1), Z10
+	VMOVUPS     (R11)(BX*1), Z11
+	VMOVUPS     (R11)(AX*4), Z12
+	VMOVUPS     (R11)(R9*1), Z13
+	VMINPS      (SI), Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VMULPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, (DI)
+	VMINPS      (SI)(CX*1), Z8, Z1
+	VMAXPS      Z1, Z9, Z1
+	VSUBPS      Z9, Z1, Z1
+	VMULPS      Z10, Z1, Z1
+	VSUBPS      Z11, Z1, Z1
+	VADDPS      Z15, Z1, Z1
+	VRNDSCALEPS $0x01, Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VANDPS      Z13, Z1, Z1
+	VMOVUPS     Z1, (DI)(CX*1)
+	VMINPS      (SI)(CX*2), Z8, Z2
+	VMAXPS      Z2, Z9, Z2
+	VSUBPS      Z9, Z2, Z2
+	VMULPS      Z10, Z2, Z2
+	VSUBPS      Z11, Z2, Z2
+	VADDPS      Z15, Z2, Z2
+	VRNDSCALEPS $0x01, Z2, Z2
+	VMULPS      Z12, Z2, Z2
+	VANDPS      Z13, Z2, Z2
+	VMOVUPS     Z2, (DI)(CX*2)
+	VMINPS      (SI)(R10*1), Z8, Z3
+	VMAXPS      Z3, Z9, Z3
+	VSUBPS      Z9, Z3, Z3
+	VMULPS      Z10, Z3, Z3
+	VSUBPS      Z11, Z3, Z3
+	VADDPS      Z15, Z3, Z3
+	VRNDSCALEPS $0x01, Z3, Z3
+	VMULPS      Z12, Z3, Z3
+	VANDPS      Z13, Z3, Z3
+	VMOVUPS     Z3, (DI)(R10*1)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x10, R12
+	JMP         fwd32r4block
+
+fwd32r4tail:
+	TESTQ       R12, R12
+	JZ          fwd32r4next
+	VMOVUPS.Z   (R11)(AX*1), K7, Z8
+	VMOVUPS.Z   (R11), K7, Z9
+	VMOVUPS.Z   (R11)(R13*1), K7, Z10
+	VMOVUPS.Z   (R11)(BX*1), K7, Z11
+	VMOVUPS.Z   (R11)(AX*4), K7, Z12
+	VMOVUPS.Z   (R11)(R9*1), K7, Z13
+	VMOVUPS.Z   (SI), K7, Z14
+	VMINPS      Z14, Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VMULPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, K7, (DI)
+	VMOVUPS.Z   (SI)(CX*1), K7, Z14
+	VMINPS      Z14, Z8, Z1
+	VMAXPS      Z1, Z9, Z1
+	VSUBPS      Z9, Z1, Z1
+	VMULPS      Z10, Z1, Z1
+	VSUBPS      Z11, Z1, Z1
+	VADDPS      Z15, Z1, Z1
+	VRNDSCALEPS $0x01, Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VANDPS      Z13, Z1, Z1
+	VMOVUPS     Z1, K7, (DI)(CX*1)
+	VMOVUPS.Z   (SI)(CX*2), K7, Z14
+	VMINPS      Z14, Z8, Z2
+	VMAXPS      Z2, Z9, Z2
+	VSUBPS      Z9, Z2, Z2
+	VMULPS      Z10, Z2, Z2
+	VSUBPS      Z11, Z2, Z2
+	VADDPS      Z15, Z2, Z2
+	VRNDSCALEPS $0x01, Z2, Z2
+	VMULPS      Z12, Z2, Z2
+	VANDPS      Z13, Z2, Z2
+	VMOVUPS     Z2, K7, (DI)(CX*2)
+	VMOVUPS.Z   (SI)(R10*1), K7, Z14
+	VMINPS      Z14, Z8, Z3
+	VMAXPS      Z3, Z9, Z3
+	VSUBPS      Z9, Z3, Z3
+	VMULPS      Z10, Z3, Z3
+	VSUBPS      Z11, Z3, Z3
+	VADDPS      Z15, Z3, Z3
+	VRNDSCALEPS $0x01, Z3, Z3
+	VMULPS      Z12, Z3, Z3
+	VANDPS      Z13, Z3, Z3
+	VMOVUPS     Z3, K7, (DI)(R10*1)
+	LEAQ        (SI)(R12*4), SI
+	LEAQ        (DI)(R12*4), DI
+
+fwd32r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwd32r4rows
+
+fwd32r4done:
+fwd32r1rows:
+	CMPQ DX, $0x01
+	JLT  fwd32r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd32r1block:
+	CMPQ        R12, $0x10
+	JLT         fwd32r1tail
+	VMOVUPS     (R11)(AX*1), Z8
+	VMOVUPS     (R11), Z9
+	VMOVUPS     (R11)(R13*1), Z10
+	VMOVUPS     (R11)(BX*1), Z11
+	VMOVUPS     (R11)(AX*4), Z12
+	VMOVUPS     (R11)(R9*1), Z13
+	VMINPS      (SI), Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VMULPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x10, R12
+	JMP         fwd32r1block
+
+fwd32r1tail:
+	TESTQ       R12, R12
+	JZ          fwd32r1next
+	VMOVUPS.Z   (R11)(AX*1), K7, Z8
+	VMOVUPS.Z   (R11), K7, Z9
+	VMOVUPS.Z   (R11)(R13*1), K7, Z10
+	VMOVUPS.Z   (R11)(BX*1), K7, Z11
+	VMOVUPS.Z   (R11)(AX*4), K7, Z12
+	VMOVUPS.Z   (R11)(R9*1), K7, Z13
+	VMOVUPS.Z   (SI), K7, Z14
+	VMINPS      Z14, Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VMULPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, K7, (DI)
+	LEAQ        (SI)(R12*4), SI
+	LEAQ        (DI)(R12*4), DI
+
+fwd32r1next:
+	SUBQ $0x01, DX
+	JMP  fwd32r1rows
+
+fwd32r1done:
+	VZEROUPPER
+	RET
+
+// func fwdDiv32GroupAVX512(y *float32, x *float32, tab *float32, l int, n int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·fwdDiv32GroupAVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+32(FP), CX
+	ANDL         $0x0f, CX
+	MOVL         $0x00000001, R12
+	SHLL         CL, R12
+	DECL         R12
+	KMOVW        R12, K7
+	KSHIFTRW     $0x08, K7, K6
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVL         $0x3f000000, R10
+	VMOVD        R10, X15
+	VBROADCASTSS X15, Z15
+	MOVQ         AX, R13
+	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x02, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwdDiv32r4rows:
+	CMPQ DX, $0x04
+	JLT  fwdDiv32r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv32r4block:
+	CMPQ        R12, $0x10
+	JLT         fwdDiv32r4tail
+	VMOVUPS     (R11)(AX*1), Z8
+	VMOVUPS     (R11), Z9
+	VMOVUPS     (R11)(R13*1), Z10
+	VMOVUPS     (R11)(BX*1), Z11
+	VMOVUPS     (R11)(AX*4), Z12
+	VMOVUPS     (R11)(R9*1), Z13
+	VMINPS      (SI), Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VDIVPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, (DI)
+	VMINPS      (SI)(CX*1), Z8, Z1
+	VMAXPS      Z1, Z9, Z1
+	VSUBPS      Z9, Z1, Z1
+	VDIVPS      Z10, Z1, Z1
+	VSUBPS      Z11, Z1, Z1
+	VADDPS      Z15, Z1, Z1
+	VRNDSCALEPS $0x01, Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VANDPS      Z13, Z1, Z1
+	VMOVUPS     Z1, (DI)(CX*1)
+	VMINPS      (SI)(CX*2), Z8, Z2
+	VMAXPS      Z2, Z9, Z2
+	VSUBPS      Z9, Z2, Z2
+	VDIVPS      Z10, Z2, Z2
+	VSUBPS      Z11, Z2, Z2
+	VADDPS      Z15, Z2, Z2
+	VRNDSCALEPS $0x01, Z2, Z2
+	VMULPS      Z12, Z2, Z2
+	VANDPS      Z13, Z2, Z2
+	VMOVUPS     Z2, (DI)(CX*2)
+	VMINPS      (SI)(R10*1), Z8, Z3
+	VMAXPS      Z3, Z9, Z3
+	VSUBPS      Z9, Z3, Z3
+	VDIVPS      Z10, Z3, Z3
+	VSUBPS      Z11, Z3, Z3
+	VADDPS      Z15, Z3, Z3
+	VRNDSCALEPS $0x01, Z3, Z3
+	VMULPS      Z12, Z3, Z3
+	VANDPS      Z13, Z3, Z3
+	VMOVUPS     Z3, (DI)(R10*1)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x10, R12
+	JMP         fwdDiv32r4block
+
+fwdDiv32r4tail:
+	TESTQ       R12, R12
+	JZ          fwdDiv32r4next
+	VMOVUPS.Z   (R11)(AX*1), K7, Z8
+	VMOVUPS.Z   (R11), K7, Z9
+	VMOVUPS.Z   (R11)(R13*1), K7, Z10
+	VMOVUPS.Z   (R11)(BX*1), K7, Z11
+	VMOVUPS.Z   (R11)(AX*4), K7, Z12
+	VMOVUPS.Z   (R11)(R9*1), K7, Z13
+	VMOVUPS.Z   (SI), K7, Z14
+	VMINPS      Z14, Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VDIVPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, K7, (DI)
+	VMOVUPS.Z   (SI)(CX*1), K7, Z14
+	VMINPS      Z14, Z8, Z1
+	VMAXPS      Z1, Z9, Z1
+	VSUBPS      Z9, Z1, Z1
+	VDIVPS      Z10, Z1, Z1
+	VSUBPS      Z11, Z1, Z1
+	VADDPS      Z15, Z1, Z1
+	VRNDSCALEPS $0x01, Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VANDPS      Z13, Z1, Z1
+	VMOVUPS     Z1, K7, (DI)(CX*1)
+	VMOVUPS.Z   (SI)(CX*2), K7, Z14
+	VMINPS      Z14, Z8, Z2
+	VMAXPS      Z2, Z9, Z2
+	VSUBPS      Z9, Z2, Z2
+	VDIVPS      Z10, Z2, Z2
+	VSUBPS      Z11, Z2, Z2
+	VADDPS      Z15, Z2, Z2
+	VRNDSCALEPS $0x01, Z2, Z2
+	VMULPS      Z12, Z2, Z2
+	VANDPS      Z13, Z2, Z2
+	VMOVUPS     Z2, K7, (DI)(CX*2)
+	VMOVUPS.Z   (SI)(R10*1), K7, Z14
+	VMINPS      Z14, Z8, Z3
+	VMAXPS      Z3, Z9, Z3
+	VSUBPS      Z9, Z3, Z3
+	VDIVPS      Z10, Z3, Z3
+	VSUBPS      Z11, Z3, Z3
+	VADDPS      Z15, Z3, Z3
+	VRNDSCALEPS $0x01, Z3, Z3
+	VMULPS      Z12, Z3, Z3
+	VANDPS      Z13, Z3, Z3
+	VMOVUPS     Z3, K7, (DI)(R10*1)
+	LEAQ        (SI)(R12*4), SI
+	LEAQ        (DI)(R12*4), DI
+
+fwdDiv32r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwdDiv32r4rows
+
+fwdDiv32r4done:
+fwdDiv32r1rows:
+	CMPQ DX, $0x01
+	JLT  fwdDiv32r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv32r1block:
+	CMPQ        R12, $0x10
+	JLT         fwdDiv32r1tail
+	VMOVUPS     (R11)(AX*1), Z8
+	VMOVUPS     (R11), Z9
+	VMOVUPS     (R11)(R13*1), Z10
+	VMOVUPS     (R11)(BX*1), Z11
+	VMOVUPS     (R11)(AX*4), Z12
+	VMOVUPS     (R11)(R9*1), Z13
+	VMINPS      (SI), Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VDIVPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x10, R12
+	JMP         fwdDiv32r1block
+
+fwdDiv32r1tail:
+	TESTQ       R12, R12
+	JZ          fwdDiv32r1next
+	VMOVUPS.Z   (R11)(AX*1), K7, Z8
+	VMOVUPS.Z   (R11), K7, Z9
+	VMOVUPS.Z   (R11)(R13*1), K7, Z10
+	VMOVUPS.Z   (R11)(BX*1), K7, Z11
+	VMOVUPS.Z   (R11)(AX*4), K7, Z12
+	VMOVUPS.Z   (R11)(R9*1), K7, Z13
+	VMOVUPS.Z   (SI), K7, Z14
+	VMINPS      Z14, Z8, Z0
+	VMAXPS      Z0, Z9, Z0
+	VSUBPS      Z9, Z0, Z0
+	VDIVPS      Z10, Z0, Z0
+	VSUBPS      Z11, Z0, Z0
+	VADDPS      Z15, Z0, Z0
+	VRNDSCALEPS $0x01, Z0, Z0
+	VMULPS      Z12, Z0, Z0
+	VANDPS      Z13, Z0, Z0
+	VMOVUPS     Z0, K7, (DI)
+	LEAQ        (SI)(R12*4), SI
+	LEAQ        (DI)(R12*4), DI
+
+fwdDiv32r1next:
+	SUBQ $0x01, DX
+	JMP  fwdDiv32r1rows
+
+fwdDiv32r1done:
 	VZEROUPPER
 	RET
 
@@ -244,7 +673,6 @@ TEXT ·grad32AVX512(SB), NOSPLIT, $0-64
 	MOVQ     x+16(FP), SI
 	MOVQ     tab+24(FP), R8
 	MOVQ     l+32(FP), AX
-	MOVQ     n+40(FP), CX
 	MOVQ     rows+48(FP), DX
 	MOVQ     acc+56(FP), R14
 	MOVQ     AX, BX
@@ -254,7 +682,7 @@ TEXT ·grad32AVX512(SB), NOSPLIT, $0-64
 grad32row:
 	MOVQ R8, R11
 	MOVQ R14, R10
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 grad32x2:
 	CMPQ          R12, $0x20
@@ -282,15 +710,15 @@ grad32x2:
 	VEXTRACTF32X8 $0x01, Z2, Y2
 	VCVTPS2PD     Y2, Z5
 	VADDPD        (R10), Z4, Z4
-	VADDPD        64(R10), Z5, Z5
 	VMOVUPD       Z4, (R10)
+	VADDPD        64(R10), Z5, Z5
 	VMOVUPD       Z5, 64(R10)
 	VCVTPS2PD     Y3, Z4
 	VEXTRACTF32X8 $0x01, Z3, Y3
 	VCVTPS2PD     Y3, Z5
 	VADDPD        (R10)(BX*1), Z4, Z4
-	VADDPD        64(R10)(BX*1), Z5, Z5
 	VMOVUPD       Z4, (R10)(BX*1)
+	VADDPD        64(R10)(BX*1), Z5, Z5
 	VMOVUPD       Z5, 64(R10)(BX*1)
 	VMOVUPS       64(SI), Z6
 	VMOVUPS       64(R13), Z7
@@ -315,15 +743,15 @@ grad32x2:
 	VEXTRACTF32X8 $0x01, Z8, Y8
 	VCVTPS2PD     Y8, Z11
 	VADDPD        128(R10), Z10, Z10
-	VADDPD        192(R10), Z11, Z11
 	VMOVUPD       Z10, 128(R10)
+	VADDPD        192(R10), Z11, Z11
 	VMOVUPD       Z11, 192(R10)
 	VCVTPS2PD     Y9, Z10
 	VEXTRACTF32X8 $0x01, Z9, Y9
 	VCVTPS2PD     Y9, Z11
 	VADDPD        128(R10)(BX*1), Z10, Z10
-	VADDPD        192(R10)(BX*1), Z11, Z11
 	VMOVUPD       Z10, 128(R10)(BX*1)
+	VADDPD        192(R10)(BX*1), Z11, Z11
 	VMOVUPD       Z11, 192(R10)(BX*1)
 	ADDQ          $0x80, SI
 	ADDQ          $0x80, R13
@@ -359,15 +787,15 @@ grad32x1:
 	VEXTRACTF32X8 $0x01, Z2, Y2
 	VCVTPS2PD     Y2, Z5
 	VADDPD        (R10), Z4, Z4
-	VADDPD        64(R10), Z5, Z5
 	VMOVUPD       Z4, (R10)
+	VADDPD        64(R10), Z5, Z5
 	VMOVUPD       Z5, 64(R10)
 	VCVTPS2PD     Y3, Z4
 	VEXTRACTF32X8 $0x01, Z3, Y3
 	VCVTPS2PD     Y3, Z5
 	VADDPD        (R10)(BX*1), Z4, Z4
-	VADDPD        64(R10)(BX*1), Z5, Z5
 	VMOVUPD       Z4, (R10)(BX*1)
+	VADDPD        64(R10)(BX*1), Z5, Z5
 	VMOVUPD       Z5, 64(R10)(BX*1)
 	ADDQ          $0x40, SI
 	ADDQ          $0x40, R13
@@ -379,21 +807,21 @@ grad32x1:
 grad32tail:
 	TESTQ         R12, R12
 	JZ            grad32next
-	VMOVUPS.Z     (SI), K7, Z16
-	VMOVUPS       Z16, Z0
-	VMOVUPS.Z     (R13), K7, Z17
-	VMOVUPS       Z17, Z1
-	VMOVUPS.Z     (R11), K7, Z18
-	VMOVUPS       Z18, Z2
-	VMOVUPS.Z     (R11)(AX*1), K7, Z19
-	VMOVUPS       Z19, Z3
+	VMOVUPS.Z     (SI), K7, Z6
+	VMOVUPS       Z6, Z0
+	VMOVUPS.Z     (R13), K7, Z7
+	VMOVUPS       Z7, Z1
+	VMOVUPS.Z     (R11), K7, Z8
+	VMOVUPS       Z8, Z2
+	VMOVUPS.Z     (R11)(AX*1), K7, Z9
+	VMOVUPS       Z9, Z3
+	VMOVUPS.Z     (R11)(AX*2), K7, Z10
 	VCMPPS        $0x0d, Z2, Z0, K1
 	VPMOVM2D      K1, Z4
 	VCMPPS        $0x02, Z3, Z0, K1
 	VPMOVM2D      K1, Z5
 	VANDPS        Z5, Z4, Z4
-	VMOVUPS.Z     (R11)(AX*2), K7, Z20
-	VORPS         Z20, Z4, Z4
+	VORPS         Z10, Z4, Z4
 	VANDPS        Z1, Z4, Z4
 	VMOVUPS       Z4, K7, (DI)
 	VCMPPS        $0x01, Z2, Z0, K1
@@ -406,20 +834,20 @@ grad32tail:
 	VCVTPS2PD     Y2, Z4
 	VEXTRACTF32X8 $0x01, Z2, Y2
 	VCVTPS2PD     Y2, Z5
-	VMOVUPD.Z     (R10), K7, Z21
-	VADDPD        Z21, Z4, Z4
-	VMOVUPD.Z     64(R10), K6, Z22
-	VADDPD        Z22, Z5, Z5
+	VMOVUPD.Z     (R10), K7, Z11
+	VADDPD        Z11, Z4, Z4
 	VMOVUPD       Z4, K7, (R10)
+	VMOVUPD.Z     64(R10), K6, Z12
+	VADDPD        Z12, Z5, Z5
 	VMOVUPD       Z5, K6, 64(R10)
 	VCVTPS2PD     Y3, Z4
 	VEXTRACTF32X8 $0x01, Z3, Y3
 	VCVTPS2PD     Y3, Z5
-	VMOVUPD.Z     (R10)(BX*1), K7, Z23
-	VADDPD        Z23, Z4, Z4
-	VMOVUPD.Z     64(R10)(BX*1), K6, Z24
-	VADDPD        Z24, Z5, Z5
+	VMOVUPD.Z     (R10)(BX*1), K7, Z13
+	VADDPD        Z13, Z4, Z4
 	VMOVUPD       Z4, K7, (R10)(BX*1)
+	VMOVUPD.Z     64(R10)(BX*1), K6, Z14
+	VADDPD        Z14, Z5, Z5
 	VMOVUPD       Z5, K6, 64(R10)(BX*1)
 	LEAQ          (SI)(R12*4), SI
 	LEAQ          (R13)(R12*4), R13
@@ -447,13 +875,12 @@ TEXT ·adj32AVX512(SB), NOSPLIT, $0-56
 	MOVQ     tab+24(FP), R8
 	MOVQ     l+32(FP), AX
 	SHLQ     $0x02, AX
-	MOVQ     n+40(FP), CX
 	MOVQ     rows+48(FP), DX
 	LEAQ     (AX)(AX*2), BX
 
 adj32row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 adj32x2:
 	CMPQ     R12, $0x20
@@ -537,30 +964,30 @@ adj32x1:
 adj32tail:
 	TESTQ     R12, R12
 	JZ        adj32next
-	VMOVUPS.Z (SI), K7, Z16
-	VMOVUPS   Z16, Z0
-	VMOVUPS.Z (R11), K7, Z17
-	VMOVUPS   Z17, Z2
-	VMOVUPS.Z (R11)(AX*1), K7, Z18
-	VMOVUPS   Z18, Z3
+	VMOVUPS.Z (SI), K7, Z6
+	VMOVUPS   Z6, Z0
+	VMOVUPS.Z (R11), K7, Z7
+	VMOVUPS   Z7, Z2
+	VMOVUPS.Z (R11)(AX*1), K7, Z8
+	VMOVUPS   Z8, Z3
+	VMOVUPS.Z (R11)(AX*2), K7, Z9
 	VCMPPS    $0x0d, Z2, Z0, K1
 	VPMOVM2D  K1, Z4
 	VCMPPS    $0x02, Z3, Z0, K1
 	VPMOVM2D  K1, Z5
 	VANDPS    Z5, Z4, Z4
-	VMOVUPS.Z (R11)(AX*2), K7, Z19
-	VORPS     Z19, Z4, Z4
-	VMOVUPS.Z (R13), K7, Z20
-	VANDPS    Z20, Z4, Z4
+	VORPS     Z9, Z4, Z4
+	VMOVUPS.Z (R13), K7, Z10
+	VANDPS    Z10, Z4, Z4
 	VCMPPS    $0x01, Z2, Z0, K1
 	VPMOVM2D  K1, Z2
 	VCMPPS    $0x0e, Z3, Z0, K1
 	VPMOVM2D  K1, Z3
 	VANDNPS   Z3, Z2, Z3
-	VMOVUPS.Z (R11)(BX*1), K7, Z21
-	VANDPS    Z21, Z2, Z2
-	VMOVUPS.Z (R11)(AX*4), K7, Z22
-	VANDPS    Z22, Z3, Z3
+	VMOVUPS.Z (R11)(BX*1), K7, Z11
+	VANDPS    Z11, Z2, Z2
+	VMOVUPS.Z (R11)(AX*4), K7, Z12
+	VANDPS    Z12, Z3, Z3
 	VORPS     Z2, Z4, Z4
 	VORPS     Z3, Z4, Z4
 	VMOVUPS   Z4, K7, (DI)
@@ -588,7 +1015,6 @@ TEXT ·fwd64AVX512(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x03, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -596,10 +1022,13 @@ TEXT ·fwd64AVX512(SB), NOSPLIT, $0-48
 	VMOVQ        R10, X15
 	VBROADCASTSD X15, Z15
 	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwd64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwd64x2:
 	CMPQ        R12, $0x10
@@ -657,24 +1086,24 @@ fwd64x1:
 fwd64tail:
 	TESTQ       R12, R12
 	JZ          fwd64next
-	VMOVUPD.Z   (R11)(AX*1), K7, Z16
-	VMOVUPD     Z16, Z2
-	VMOVUPD.Z   (SI), K7, Z17
-	VMINPD      Z17, Z2, Z0
-	VMOVUPD.Z   (R11), K7, Z18
-	VMOVUPD     Z18, Z1
+	VMOVUPD.Z   (R11)(AX*1), K7, Z6
+	VMOVUPD     Z6, Z2
+	VMOVUPD.Z   (SI), K7, Z7
+	VMINPD      Z7, Z2, Z0
+	VMOVUPD.Z   (R11), K7, Z8
+	VMOVUPD     Z8, Z1
 	VMAXPD      Z0, Z1, Z0
 	VSUBPD      Z1, Z0, Z0
-	VMOVUPD.Z   (R11)(R13*1), K7, Z19
-	VMULPD      Z19, Z0, Z0
-	VMOVUPD.Z   (R11)(BX*1), K7, Z20
-	VSUBPD      Z20, Z0, Z0
+	VMOVUPD.Z   (R11)(R13*1), K7, Z9
+	VMULPD      Z9, Z0, Z0
+	VMOVUPD.Z   (R11)(BX*1), K7, Z10
+	VSUBPD      Z10, Z0, Z0
 	VADDPD      Z15, Z0, Z0
 	VRNDSCALEPD $0x01, Z0, Z0
-	VMOVUPD.Z   (R11)(AX*4), K7, Z21
-	VMULPD      Z21, Z0, Z0
-	VMOVUPD.Z   (R11)(R9*1), K7, Z22
-	VANDPD      Z22, Z0, Z0
+	VMOVUPD.Z   (R11)(AX*4), K7, Z11
+	VMULPD      Z11, Z0, Z0
+	VMOVUPD.Z   (R11)(R9*1), K7, Z12
+	VANDPD      Z12, Z0, Z0
 	VMOVUPD     Z0, K7, (DI)
 	LEAQ        (SI)(R12*8), SI
 	LEAQ        (DI)(R12*8), DI
@@ -699,7 +1128,6 @@ TEXT ·fwdDiv64AVX512(SB), NOSPLIT, $0-48
 	MOVQ         tab+16(FP), R8
 	MOVQ         l+24(FP), AX
 	SHLQ         $0x03, AX
-	MOVQ         n+32(FP), CX
 	MOVQ         rows+40(FP), DX
 	LEAQ         (AX)(AX*2), BX
 	LEAQ         (AX)(AX*4), R9
@@ -708,10 +1136,13 @@ TEXT ·fwdDiv64AVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSD X15, Z15
 	MOVQ         AX, R13
 	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
 
 fwdDiv64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+32(FP), R12
 
 fwdDiv64x2:
 	CMPQ        R12, $0x10
@@ -769,24 +1200,24 @@ fwdDiv64x1:
 fwdDiv64tail:
 	TESTQ       R12, R12
 	JZ          fwdDiv64next
-	VMOVUPD.Z   (R11)(AX*1), K7, Z16
-	VMOVUPD     Z16, Z2
-	VMOVUPD.Z   (SI), K7, Z17
-	VMINPD      Z17, Z2, Z0
-	VMOVUPD.Z   (R11), K7, Z18
-	VMOVUPD     Z18, Z1
+	VMOVUPD.Z   (R11)(AX*1), K7, Z6
+	VMOVUPD     Z6, Z2
+	VMOVUPD.Z   (SI), K7, Z7
+	VMINPD      Z7, Z2, Z0
+	VMOVUPD.Z   (R11), K7, Z8
+	VMOVUPD     Z8, Z1
 	VMAXPD      Z0, Z1, Z0
 	VSUBPD      Z1, Z0, Z0
-	VMOVUPD.Z   (R11)(R13*1), K7, Z19
-	VDIVPD      Z19, Z0, Z0
-	VMOVUPD.Z   (R11)(BX*1), K7, Z20
-	VSUBPD      Z20, Z0, Z0
+	VMOVUPD.Z   (R11)(R13*1), K7, Z9
+	VDIVPD      Z9, Z0, Z0
+	VMOVUPD.Z   (R11)(BX*1), K7, Z10
+	VSUBPD      Z10, Z0, Z0
 	VADDPD      Z15, Z0, Z0
 	VRNDSCALEPD $0x01, Z0, Z0
-	VMOVUPD.Z   (R11)(AX*4), K7, Z21
-	VMULPD      Z21, Z0, Z0
-	VMOVUPD.Z   (R11)(R9*1), K7, Z22
-	VANDPD      Z22, Z0, Z0
+	VMOVUPD.Z   (R11)(AX*4), K7, Z11
+	VMULPD      Z11, Z0, Z0
+	VMOVUPD.Z   (R11)(R9*1), K7, Z12
+	VANDPD      Z12, Z0, Z0
 	VMOVUPD     Z0, K7, (DI)
 	LEAQ        (SI)(R12*8), SI
 	LEAQ        (DI)(R12*8), DI
@@ -794,6 +1225,429 @@ fwdDiv64tail:
 fwdDiv64next:
 	DECQ DX
 	JNZ  fwdDiv64row
+	VZEROUPPER
+	RET
+
+// func fwd64GroupAVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·fwd64GroupAVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+32(FP), CX
+	ANDL         $0x07, CX
+	MOVL         $0x00000001, R12
+	SHLL         CL, R12
+	DECL         R12
+	KMOVB        R12, K7
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x03, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVQ         $0x3fe0000000000000, R10
+	VMOVQ        R10, X15
+	VBROADCASTSD X15, Z15
+	LEAQ         (AX)(AX*1), R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwd64r4rows:
+	CMPQ DX, $0x04
+	JLT  fwd64r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd64r4block:
+	CMPQ        R12, $0x08
+	JLT         fwd64r4tail
+	VMOVUPD     (R11)(AX*1), Z8
+	VMOVUPD     (R11), Z9
+	VMOVUPD     (R11)(R13*1), Z10
+	VMOVUPD     (R11)(BX*1), Z11
+	VMOVUPD     (R11)(AX*4), Z12
+	VMOVUPD     (R11)(R9*1), Z13
+	VMINPD      (SI), Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VMULPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, (DI)
+	VMINPD      (SI)(CX*1), Z8, Z1
+	VMAXPD      Z1, Z9, Z1
+	VSUBPD      Z9, Z1, Z1
+	VMULPD      Z10, Z1, Z1
+	VSUBPD      Z11, Z1, Z1
+	VADDPD      Z15, Z1, Z1
+	VRNDSCALEPD $0x01, Z1, Z1
+	VMULPD      Z12, Z1, Z1
+	VANDPD      Z13, Z1, Z1
+	VMOVUPD     Z1, (DI)(CX*1)
+	VMINPD      (SI)(CX*2), Z8, Z2
+	VMAXPD      Z2, Z9, Z2
+	VSUBPD      Z9, Z2, Z2
+	VMULPD      Z10, Z2, Z2
+	VSUBPD      Z11, Z2, Z2
+	VADDPD      Z15, Z2, Z2
+	VRNDSCALEPD $0x01, Z2, Z2
+	VMULPD      Z12, Z2, Z2
+	VANDPD      Z13, Z2, Z2
+	VMOVUPD     Z2, (DI)(CX*2)
+	VMINPD      (SI)(R10*1), Z8, Z3
+	VMAXPD      Z3, Z9, Z3
+	VSUBPD      Z9, Z3, Z3
+	VMULPD      Z10, Z3, Z3
+	VSUBPD      Z11, Z3, Z3
+	VADDPD      Z15, Z3, Z3
+	VRNDSCALEPD $0x01, Z3, Z3
+	VMULPD      Z12, Z3, Z3
+	VANDPD      Z13, Z3, Z3
+	VMOVUPD     Z3, (DI)(R10*1)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x08, R12
+	JMP         fwd64r4block
+
+fwd64r4tail:
+	TESTQ       R12, R12
+	JZ          fwd64r4next
+	VMOVUPD.Z   (R11)(AX*1), K7, Z8
+	VMOVUPD.Z   (R11), K7, Z9
+	VMOVUPD.Z   (R11)(R13*1), K7, Z10
+	VMOVUPD.Z   (R11)(BX*1), K7, Z11
+	VMOVUPD.Z   (R11)(AX*4), K7, Z12
+	VMOVUPD.Z   (R11)(R9*1), K7, Z13
+	VMOVUPD.Z   (SI), K7, Z14
+	VMINPD      Z14, Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VMULPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, K7, (DI)
+	VMOVUPD.Z   (SI)(CX*1), K7, Z14
+	VMINPD      Z14, Z8, Z1
+	VMAXPD      Z1, Z9, Z1
+	VSUBPD      Z9, Z1, Z1
+	VMULPD      Z10, Z1, Z1
+	VSUBPD      Z11, Z1, Z1
+	VADDPD      Z15, Z1, Z1
+	VRNDSCALEPD $0x01, Z1, Z1
+	VMULPD      Z12, Z1, Z1
+	VANDPD      Z13, Z1, Z1
+	VMOVUPD     Z1, K7, (DI)(CX*1)
+	VMOVUPD.Z   (SI)(CX*2), K7, Z14
+	VMINPD      Z14, Z8, Z2
+	VMAXPD      Z2, Z9, Z2
+	VSUBPD      Z9, Z2, Z2
+	VMULPD      Z10, Z2, Z2
+	VSUBPD      Z11, Z2, Z2
+	VADDPD      Z15, Z2, Z2
+	VRNDSCALEPD $0x01, Z2, Z2
+	VMULPD      Z12, Z2, Z2
+	VANDPD      Z13, Z2, Z2
+	VMOVUPD     Z2, K7, (DI)(CX*2)
+	VMOVUPD.Z   (SI)(R10*1), K7, Z14
+	VMINPD      Z14, Z8, Z3
+	VMAXPD      Z3, Z9, Z3
+	VSUBPD      Z9, Z3, Z3
+	VMULPD      Z10, Z3, Z3
+	VSUBPD      Z11, Z3, Z3
+	VADDPD      Z15, Z3, Z3
+	VRNDSCALEPD $0x01, Z3, Z3
+	VMULPD      Z12, Z3, Z3
+	VANDPD      Z13, Z3, Z3
+	VMOVUPD     Z3, K7, (DI)(R10*1)
+	LEAQ        (SI)(R12*8), SI
+	LEAQ        (DI)(R12*8), DI
+
+fwd64r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwd64r4rows
+
+fwd64r4done:
+fwd64r1rows:
+	CMPQ DX, $0x01
+	JLT  fwd64r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwd64r1block:
+	CMPQ        R12, $0x08
+	JLT         fwd64r1tail
+	VMOVUPD     (R11)(AX*1), Z8
+	VMOVUPD     (R11), Z9
+	VMOVUPD     (R11)(R13*1), Z10
+	VMOVUPD     (R11)(BX*1), Z11
+	VMOVUPD     (R11)(AX*4), Z12
+	VMOVUPD     (R11)(R9*1), Z13
+	VMINPD      (SI), Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VMULPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x08, R12
+	JMP         fwd64r1block
+
+fwd64r1tail:
+	TESTQ       R12, R12
+	JZ          fwd64r1next
+	VMOVUPD.Z   (R11)(AX*1), K7, Z8
+	VMOVUPD.Z   (R11), K7, Z9
+	VMOVUPD.Z   (R11)(R13*1), K7, Z10
+	VMOVUPD.Z   (R11)(BX*1), K7, Z11
+	VMOVUPD.Z   (R11)(AX*4), K7, Z12
+	VMOVUPD.Z   (R11)(R9*1), K7, Z13
+	VMOVUPD.Z   (SI), K7, Z14
+	VMINPD      Z14, Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VMULPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, K7, (DI)
+	LEAQ        (SI)(R12*8), SI
+	LEAQ        (DI)(R12*8), DI
+
+fwd64r1next:
+	SUBQ $0x01, DX
+	JMP  fwd64r1rows
+
+fwd64r1done:
+	VZEROUPPER
+	RET
+
+// func fwdDiv64GroupAVX512(y *float64, x *float64, tab *float64, l int, n int, rows int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·fwdDiv64GroupAVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+32(FP), CX
+	ANDL         $0x07, CX
+	MOVL         $0x00000001, R12
+	SHLL         CL, R12
+	DECL         R12
+	KMOVB        R12, K7
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         tab+16(FP), R8
+	MOVQ         l+24(FP), AX
+	SHLQ         $0x03, AX
+	MOVQ         rows+40(FP), DX
+	LEAQ         (AX)(AX*2), BX
+	LEAQ         (AX)(AX*4), R9
+	MOVQ         $0x3fe0000000000000, R10
+	VMOVQ        R10, X15
+	VBROADCASTSD X15, Z15
+	MOVQ         AX, R13
+	SHLQ         $0x02, R13
+	MOVQ         n+32(FP), CX
+	SHLQ         $0x03, CX
+	LEAQ         (CX)(CX*2), R10
+
+fwdDiv64r4rows:
+	CMPQ DX, $0x04
+	JLT  fwdDiv64r4done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv64r4block:
+	CMPQ        R12, $0x08
+	JLT         fwdDiv64r4tail
+	VMOVUPD     (R11)(AX*1), Z8
+	VMOVUPD     (R11), Z9
+	VMOVUPD     (R11)(R13*1), Z10
+	VMOVUPD     (R11)(BX*1), Z11
+	VMOVUPD     (R11)(AX*4), Z12
+	VMOVUPD     (R11)(R9*1), Z13
+	VMINPD      (SI), Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VDIVPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, (DI)
+	VMINPD      (SI)(CX*1), Z8, Z1
+	VMAXPD      Z1, Z9, Z1
+	VSUBPD      Z9, Z1, Z1
+	VDIVPD      Z10, Z1, Z1
+	VSUBPD      Z11, Z1, Z1
+	VADDPD      Z15, Z1, Z1
+	VRNDSCALEPD $0x01, Z1, Z1
+	VMULPD      Z12, Z1, Z1
+	VANDPD      Z13, Z1, Z1
+	VMOVUPD     Z1, (DI)(CX*1)
+	VMINPD      (SI)(CX*2), Z8, Z2
+	VMAXPD      Z2, Z9, Z2
+	VSUBPD      Z9, Z2, Z2
+	VDIVPD      Z10, Z2, Z2
+	VSUBPD      Z11, Z2, Z2
+	VADDPD      Z15, Z2, Z2
+	VRNDSCALEPD $0x01, Z2, Z2
+	VMULPD      Z12, Z2, Z2
+	VANDPD      Z13, Z2, Z2
+	VMOVUPD     Z2, (DI)(CX*2)
+	VMINPD      (SI)(R10*1), Z8, Z3
+	VMAXPD      Z3, Z9, Z3
+	VSUBPD      Z9, Z3, Z3
+	VDIVPD      Z10, Z3, Z3
+	VSUBPD      Z11, Z3, Z3
+	VADDPD      Z15, Z3, Z3
+	VRNDSCALEPD $0x01, Z3, Z3
+	VMULPD      Z12, Z3, Z3
+	VANDPD      Z13, Z3, Z3
+	VMOVUPD     Z3, (DI)(R10*1)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x08, R12
+	JMP         fwdDiv64r4block
+
+fwdDiv64r4tail:
+	TESTQ       R12, R12
+	JZ          fwdDiv64r4next
+	VMOVUPD.Z   (R11)(AX*1), K7, Z8
+	VMOVUPD.Z   (R11), K7, Z9
+	VMOVUPD.Z   (R11)(R13*1), K7, Z10
+	VMOVUPD.Z   (R11)(BX*1), K7, Z11
+	VMOVUPD.Z   (R11)(AX*4), K7, Z12
+	VMOVUPD.Z   (R11)(R9*1), K7, Z13
+	VMOVUPD.Z   (SI), K7, Z14
+	VMINPD      Z14, Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VDIVPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, K7, (DI)
+	VMOVUPD.Z   (SI)(CX*1), K7, Z14
+	VMINPD      Z14, Z8, Z1
+	VMAXPD      Z1, Z9, Z1
+	VSUBPD      Z9, Z1, Z1
+	VDIVPD      Z10, Z1, Z1
+	VSUBPD      Z11, Z1, Z1
+	VADDPD      Z15, Z1, Z1
+	VRNDSCALEPD $0x01, Z1, Z1
+	VMULPD      Z12, Z1, Z1
+	VANDPD      Z13, Z1, Z1
+	VMOVUPD     Z1, K7, (DI)(CX*1)
+	VMOVUPD.Z   (SI)(CX*2), K7, Z14
+	VMINPD      Z14, Z8, Z2
+	VMAXPD      Z2, Z9, Z2
+	VSUBPD      Z9, Z2, Z2
+	VDIVPD      Z10, Z2, Z2
+	VSUBPD      Z11, Z2, Z2
+	VADDPD      Z15, Z2, Z2
+	VRNDSCALEPD $0x01, Z2, Z2
+	VMULPD      Z12, Z2, Z2
+	VANDPD      Z13, Z2, Z2
+	VMOVUPD     Z2, K7, (DI)(CX*2)
+	VMOVUPD.Z   (SI)(R10*1), K7, Z14
+	VMINPD      Z14, Z8, Z3
+	VMAXPD      Z3, Z9, Z3
+	VSUBPD      Z9, Z3, Z3
+	VDIVPD      Z10, Z3, Z3
+	VSUBPD      Z11, Z3, Z3
+	VADDPD      Z15, Z3, Z3
+	VRNDSCALEPD $0x01, Z3, Z3
+	VMULPD      Z12, Z3, Z3
+	VANDPD      Z13, Z3, Z3
+	VMOVUPD     Z3, K7, (DI)(R10*1)
+	LEAQ        (SI)(R12*8), SI
+	LEAQ        (DI)(R12*8), DI
+
+fwdDiv64r4next:
+	ADDQ R10, SI
+	ADDQ R10, DI
+	SUBQ $0x04, DX
+	JMP  fwdDiv64r4rows
+
+fwdDiv64r4done:
+fwdDiv64r1rows:
+	CMPQ DX, $0x01
+	JLT  fwdDiv64r1done
+	MOVQ R8, R11
+	MOVQ n+32(FP), R12
+
+fwdDiv64r1block:
+	CMPQ        R12, $0x08
+	JLT         fwdDiv64r1tail
+	VMOVUPD     (R11)(AX*1), Z8
+	VMOVUPD     (R11), Z9
+	VMOVUPD     (R11)(R13*1), Z10
+	VMOVUPD     (R11)(BX*1), Z11
+	VMOVUPD     (R11)(AX*4), Z12
+	VMOVUPD     (R11)(R9*1), Z13
+	VMINPD      (SI), Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VDIVPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, R11
+	SUBQ        $0x08, R12
+	JMP         fwdDiv64r1block
+
+fwdDiv64r1tail:
+	TESTQ       R12, R12
+	JZ          fwdDiv64r1next
+	VMOVUPD.Z   (R11)(AX*1), K7, Z8
+	VMOVUPD.Z   (R11), K7, Z9
+	VMOVUPD.Z   (R11)(R13*1), K7, Z10
+	VMOVUPD.Z   (R11)(BX*1), K7, Z11
+	VMOVUPD.Z   (R11)(AX*4), K7, Z12
+	VMOVUPD.Z   (R11)(R9*1), K7, Z13
+	VMOVUPD.Z   (SI), K7, Z14
+	VMINPD      Z14, Z8, Z0
+	VMAXPD      Z0, Z9, Z0
+	VSUBPD      Z9, Z0, Z0
+	VDIVPD      Z10, Z0, Z0
+	VSUBPD      Z11, Z0, Z0
+	VADDPD      Z15, Z0, Z0
+	VRNDSCALEPD $0x01, Z0, Z0
+	VMULPD      Z12, Z0, Z0
+	VANDPD      Z13, Z0, Z0
+	VMOVUPD     Z0, K7, (DI)
+	LEAQ        (SI)(R12*8), SI
+	LEAQ        (DI)(R12*8), DI
+
+fwdDiv64r1next:
+	SUBQ $0x01, DX
+	JMP  fwdDiv64r1rows
+
+fwdDiv64r1done:
 	VZEROUPPER
 	RET
 
@@ -811,7 +1665,6 @@ TEXT ·grad64AVX512(SB), NOSPLIT, $0-64
 	MOVQ  x+16(FP), SI
 	MOVQ  tab+24(FP), R8
 	MOVQ  l+32(FP), AX
-	MOVQ  n+40(FP), CX
 	MOVQ  rows+48(FP), DX
 	MOVQ  acc+56(FP), R14
 	SHLQ  $0x03, AX
@@ -819,7 +1672,7 @@ TEXT ·grad64AVX512(SB), NOSPLIT, $0-64
 grad64row:
 	MOVQ R8, R11
 	MOVQ R14, R10
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 grad64x2:
 	CMPQ     R12, $0x10
@@ -844,8 +1697,8 @@ grad64x2:
 	VANDPD   Z1, Z2, Z2
 	VANDPD   Z1, Z3, Z3
 	VADDPD   (R10), Z2, Z2
-	VADDPD   (R10)(AX*1), Z3, Z3
 	VMOVUPD  Z2, (R10)
+	VADDPD   (R10)(AX*1), Z3, Z3
 	VMOVUPD  Z3, (R10)(AX*1)
 	VMOVUPD  64(SI), Z6
 	VMOVUPD  64(R13), Z7
@@ -867,8 +1720,8 @@ grad64x2:
 	VANDPD   Z7, Z8, Z8
 	VANDPD   Z7, Z9, Z9
 	VADDPD   64(R10), Z8, Z8
-	VADDPD   64(R10)(AX*1), Z9, Z9
 	VMOVUPD  Z8, 64(R10)
+	VADDPD   64(R10)(AX*1), Z9, Z9
 	VMOVUPD  Z9, 64(R10)(AX*1)
 	ADDQ     $0x80, SI
 	ADDQ     $0x80, R13
@@ -901,8 +1754,8 @@ grad64x1:
 	VANDPD   Z1, Z2, Z2
 	VANDPD   Z1, Z3, Z3
 	VADDPD   (R10), Z2, Z2
-	VADDPD   (R10)(AX*1), Z3, Z3
 	VMOVUPD  Z2, (R10)
+	VADDPD   (R10)(AX*1), Z3, Z3
 	VMOVUPD  Z3, (R10)(AX*1)
 	ADDQ     $0x40, SI
 	ADDQ     $0x40, R13
@@ -914,21 +1767,21 @@ grad64x1:
 grad64tail:
 	TESTQ     R12, R12
 	JZ        grad64next
-	VMOVUPD.Z (SI), K7, Z16
-	VMOVUPD   Z16, Z0
-	VMOVUPD.Z (R13), K7, Z17
-	VMOVUPD   Z17, Z1
-	VMOVUPD.Z (R11), K7, Z18
-	VMOVUPD   Z18, Z2
-	VMOVUPD.Z (R11)(AX*1), K7, Z19
-	VMOVUPD   Z19, Z3
+	VMOVUPD.Z (SI), K7, Z6
+	VMOVUPD   Z6, Z0
+	VMOVUPD.Z (R13), K7, Z7
+	VMOVUPD   Z7, Z1
+	VMOVUPD.Z (R11), K7, Z8
+	VMOVUPD   Z8, Z2
+	VMOVUPD.Z (R11)(AX*1), K7, Z9
+	VMOVUPD   Z9, Z3
+	VMOVUPD.Z (R11)(AX*2), K7, Z10
 	VCMPPD    $0x0d, Z2, Z0, K1
 	VPMOVM2Q  K1, Z4
 	VCMPPD    $0x02, Z3, Z0, K1
 	VPMOVM2Q  K1, Z5
 	VANDPD    Z5, Z4, Z4
-	VMOVUPD.Z (R11)(AX*2), K7, Z20
-	VORPD     Z20, Z4, Z4
+	VORPD     Z10, Z4, Z4
 	VANDPD    Z1, Z4, Z4
 	VMOVUPD   Z4, K7, (DI)
 	VCMPPD    $0x01, Z2, Z0, K1
@@ -938,11 +1791,11 @@ grad64tail:
 	VANDNPD   Z3, Z2, Z3
 	VANDPD    Z1, Z2, Z2
 	VANDPD    Z1, Z3, Z3
-	VMOVUPD.Z (R10), K7, Z21
-	VADDPD    Z21, Z2, Z2
-	VMOVUPD.Z (R10)(AX*1), K7, Z22
-	VADDPD    Z22, Z3, Z3
+	VMOVUPD.Z (R10), K7, Z11
+	VADDPD    Z11, Z2, Z2
 	VMOVUPD   Z2, K7, (R10)
+	VMOVUPD.Z (R10)(AX*1), K7, Z12
+	VADDPD    Z12, Z3, Z3
 	VMOVUPD   Z3, K7, (R10)(AX*1)
 	LEAQ      (SI)(R12*8), SI
 	LEAQ      (R13)(R12*8), R13
@@ -969,13 +1822,12 @@ TEXT ·adj64AVX512(SB), NOSPLIT, $0-56
 	MOVQ  tab+24(FP), R8
 	MOVQ  l+32(FP), AX
 	SHLQ  $0x03, AX
-	MOVQ  n+40(FP), CX
 	MOVQ  rows+48(FP), DX
 	LEAQ  (AX)(AX*2), BX
 
 adj64row:
 	MOVQ R8, R11
-	MOVQ CX, R12
+	MOVQ n+40(FP), R12
 
 adj64x2:
 	CMPQ     R12, $0x10
@@ -1059,30 +1911,30 @@ adj64x1:
 adj64tail:
 	TESTQ     R12, R12
 	JZ        adj64next
-	VMOVUPD.Z (SI), K7, Z16
-	VMOVUPD   Z16, Z0
-	VMOVUPD.Z (R11), K7, Z17
-	VMOVUPD   Z17, Z2
-	VMOVUPD.Z (R11)(AX*1), K7, Z18
-	VMOVUPD   Z18, Z3
+	VMOVUPD.Z (SI), K7, Z6
+	VMOVUPD   Z6, Z0
+	VMOVUPD.Z (R11), K7, Z7
+	VMOVUPD   Z7, Z2
+	VMOVUPD.Z (R11)(AX*1), K7, Z8
+	VMOVUPD   Z8, Z3
+	VMOVUPD.Z (R11)(AX*2), K7, Z9
 	VCMPPD    $0x0d, Z2, Z0, K1
 	VPMOVM2Q  K1, Z4
 	VCMPPD    $0x02, Z3, Z0, K1
 	VPMOVM2Q  K1, Z5
 	VANDPD    Z5, Z4, Z4
-	VMOVUPD.Z (R11)(AX*2), K7, Z19
-	VORPD     Z19, Z4, Z4
-	VMOVUPD.Z (R13), K7, Z20
-	VANDPD    Z20, Z4, Z4
+	VORPD     Z9, Z4, Z4
+	VMOVUPD.Z (R13), K7, Z10
+	VANDPD    Z10, Z4, Z4
 	VCMPPD    $0x01, Z2, Z0, K1
 	VPMOVM2Q  K1, Z2
 	VCMPPD    $0x0e, Z3, Z0, K1
 	VPMOVM2Q  K1, Z3
 	VANDNPD   Z3, Z2, Z3
-	VMOVUPD.Z (R11)(BX*1), K7, Z21
-	VANDPD    Z21, Z2, Z2
-	VMOVUPD.Z (R11)(AX*4), K7, Z22
-	VANDPD    Z22, Z3, Z3
+	VMOVUPD.Z (R11)(BX*1), K7, Z11
+	VANDPD    Z11, Z2, Z2
+	VMOVUPD.Z (R11)(AX*4), K7, Z12
+	VANDPD    Z12, Z3, Z3
 	VORPD     Z2, Z4, Z4
 	VORPD     Z3, Z4, Z4
 	VMOVUPD   Z4, K7, (DI)

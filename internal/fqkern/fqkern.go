@@ -189,12 +189,16 @@ func (q *Quant[T]) Set(c int, g Grid[T]) {
 
 // Run quantises x into y (same length); x[0] is the element at flat
 // index at (of a tensor whose channel is the flat index mod d).
-func (q *Quant[T]) Run(y, x []T, at int) {
+func (q *Quant[T]) Run(y, x []T, at int) { q.run(y, x, at, streams[T](len(x), StreamBytes)) }
+
+// run is Run on a part of a larger tensor, stream (StreamBytes) decided
+// from the whole of it.
+func (q *Quant[T]) run(y, x []T, at int, stream bool) {
 	if len(y) != len(x) || at < 0 {
 		panic(fmt.Sprintf("fqkern: Run on %d outputs, %d inputs at %d", len(y), len(x), at))
 	}
 	walk(q.l, len(x), at, func(i, p, n, rows int) {
-		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows, q.div, q.zeros > 0, q.d == 1)
+		fwd(y[i:i+n*rows], x[i:i+n*rows], q.tab[p:], q.l, n, rows, q.div, q.zeros > 0, q.d == 1, stream)
 	})
 }
 
@@ -316,12 +320,18 @@ func (b *Bounds[T]) Fold(acc, below, above []float64) {
 // out = dbi where lo ≤ x ≤ hi (everywhere in a zero channel), the
 // channel's d_min where x < lo, its d_max where x > hi, else 0.
 func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
+	b.adjoint(out, dbi, x, at, streams[T](len(x), AdjointStreamBytes))
+}
+
+// adjoint is Adjoint on a part of a larger tensor, stream
+// (AdjointStreamBytes) decided from the whole of it.
+func (b *Bounds[T]) adjoint(out, dbi, x []T, at int, stream bool) {
 	if len(out) != len(x) || len(dbi) != len(x) || at < 0 {
 		panic(fmt.Sprintf("fqkern: Adjoint on %d, %d, %d elements at %d", len(out), len(dbi), len(x), at))
 	}
 	walk(b.l, len(x), at, func(i, p, n, rows int) {
 		e := i + n*rows
-		adj(out[i:e], dbi[i:e], x[i:e], b.tab[p:], b.l, n, rows, b.d == 1)
+		adj(out[i:e], dbi[i:e], x[i:e], b.tab[p:], b.l, n, rows, b.d == 1, stream)
 	})
 }
 
@@ -330,25 +340,26 @@ func (b *Bounds[T]) Adjoint(out, dbi, x []T, at int) {
 // at elements [r·n, (r+1)·n) with positions 0..n−1 of tab.
 
 // fwd dispatches the forward kernel (the dividing one if div; zeros if
-// the table has zero channels, uni if it has one channel).
-func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div, zeros, uni bool) {
+// the table has zero channels, uni if it has one channel; the streaming
+// assembly if stream).
+func fwd[T tensorx.Float](y, x, tab []T, l, n, rows int, div, zeros, uni, stream bool) {
 	check(len(x), len(tab), qRows, l, n, rows)
 	if useAsm {
 		switch ys := any(y).(type) {
 		case []float32:
 			yp, xp, tp := &ys[0], &any(x).([]float32)[0], &any(tab).([]float32)[0]
 			if div {
-				fwdDiv32(yp, xp, tp, l, n, rows)
+				fwdDiv32(yp, xp, tp, l, n, rows, stream)
 			} else {
-				fwd32(yp, xp, tp, l, n, rows)
+				fwd32(yp, xp, tp, l, n, rows, stream)
 			}
 			return
 		case []float64:
 			yp, xp, tp := &ys[0], &any(x).([]float64)[0], &any(tab).([]float64)[0]
 			if div {
-				fwdDiv64(yp, xp, tp, l, n, rows)
+				fwdDiv64(yp, xp, tp, l, n, rows, stream)
 			} else {
-				fwd64(yp, xp, tp, l, n, rows)
+				fwd64(yp, xp, tp, l, n, rows, stream)
 			}
 			return
 		}
@@ -375,16 +386,17 @@ func grad[T tensorx.Float](bi, g, x, tab []T, l, n, rows int, acc []float64) {
 	gradGo(bi, g, x, tab, l, n, rows, acc)
 }
 
-// adj dispatches the adjoint kernel (uni if the table has one channel).
-func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int, uni bool) {
+// adj dispatches the adjoint kernel (uni if the table has one channel;
+// the streaming assembly if stream).
+func adj[T tensorx.Float](out, dbi, x, tab []T, l, n, rows int, uni, stream bool) {
 	check(len(x), len(tab), bRows, l, n, rows)
 	if useAsm {
 		switch os := any(out).(type) {
 		case []float32:
-			adj32(&os[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows)
+			adj32(&os[0], &any(dbi).([]float32)[0], &any(x).([]float32)[0], &any(tab).([]float32)[0], l, n, rows, stream)
 			return
 		case []float64:
-			adj64(&os[0], &any(dbi).([]float64)[0], &any(x).([]float64)[0], &any(tab).([]float64)[0], l, n, rows)
+			adj64(&os[0], &any(dbi).([]float64)[0], &any(x).([]float64)[0], &any(tab).([]float64)[0], l, n, rows, stream)
 			return
 		}
 	}

@@ -23,26 +23,49 @@ import (
 // routines where they run (on a CPU with AVX2, or as their Go twins in a
 // build without assembly).
 //
-// A mode is a tier: cpu.Go runs the Go loops; AVX2 and AVX512 run the
-// routines of that tier where the CPU has it (cpu.Has, whatever
-// TAPEGRAD_ISA says), and in a build without assembly AVX2 stands for
-// the Go twins.
-func modes() []cpu.ISA {
-	ms := []cpu.ISA{cpu.Go}
+// A mode is a tier and a kernel variant: cpu.Go runs the Go loops; AVX2
+// and AVX512 run the routines of that tier where the CPU has it (cpu.Has,
+// whatever TAPEGRAD_ISA says): the tier's own kernels, or with stream the
+// ones for large tensors (StreamBytes and AdjointStreamBytes lowered to
+// 0). In a build without assembly AVX2 stands for the Go twins.
+func modes() []mode {
+	ms := []mode{{cpu.Go, false}}
 	for _, isa := range []cpu.ISA{cpu.AVX2, cpu.AVX512} {
 		if !twinsOnly && cpu.Has(isa) || twinsOnly && isa == cpu.AVX2 {
-			ms = append(ms, isa)
+			ms = append(ms, mode{isa, false}, mode{isa, true})
 		}
 	}
 	return ms
 }
 
-// withMode runs fn in mode isa.
-func withMode(isa cpu.ISA, fn func()) {
-	old := tier
-	tier = isa
-	defer func() { tier = old }()
-	testutil.WithFlag(&useAsm, isa > cpu.Go, fn)
+// mode is a tier and, for the assembly, whether the streaming kernels run.
+type mode struct {
+	isa    cpu.ISA
+	stream bool
+}
+
+func (m mode) String() string {
+	if m.stream {
+		return m.isa.String() + "-stream"
+	}
+	return m.isa.String()
+}
+
+// withMode runs fn in mode m.
+func withMode(m mode, fn func()) {
+	old, oldBytes, oldAdj := tier, StreamBytes, AdjointStreamBytes
+	tier = m.isa
+	StreamBytes, AdjointStreamBytes = math.MaxInt, math.MaxInt
+	if m.stream {
+		StreamBytes, AdjointStreamBytes = 0, 0
+	}
+	defer func() { tier, StreamBytes, AdjointStreamBytes = old, oldBytes, oldAdj }()
+	testutil.WithFlag(&useAsm, m.isa > cpu.Go, fn)
+}
+
+// hasTier reports whether the modes ms run tier isa.
+func hasTier(ms []mode, isa cpu.ISA) bool {
+	return slices.ContainsFunc(ms, func(m mode) bool { return m.isa == isa })
 }
 
 // TestTiers logs which tiers the kernel tests run.
@@ -50,9 +73,9 @@ func TestTiers(t *testing.T) {
 	ms := modes()
 	for _, isa := range cpu.ISAs {
 		switch {
-		case slices.Contains(ms, isa) && twinsOnly && isa > cpu.Go:
+		case hasTier(ms, isa) && twinsOnly && isa > cpu.Go:
 			t.Logf("tier %-6v: run on the Go twins of its routines (noasm build or not amd64)", isa)
-		case slices.Contains(ms, isa):
+		case hasTier(ms, isa):
 			t.Logf("tier %-6v: run", isa)
 		default:
 			t.Logf("tier %-6v: NOT RUN: this CPU or build lacks it (cpu.Max() = %v)", isa, cpu.Max())

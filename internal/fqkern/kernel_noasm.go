@@ -14,7 +14,8 @@ import (
 // table from its first position: rows−1 whole rows and n positions of the
 // last one read; the sums: 2 rows of l). They are the kernels the
 // dispatchers of fqkern.go call when useAsm is set; the tests set it to
-// run them against the Go loops in this build too.
+// run them against the Go loops in this build too. The stream flag (which
+// assembly runs) makes no difference to them.
 
 // tabSlice returns the table of nrows rows l apart from tab, of which
 // the last row's first n positions are read.
@@ -23,12 +24,12 @@ func tabSlice[T float32 | float64](tab *T, nrows, l, n int) []T {
 }
 
 // fwd32 is fwdGo(y, x, tab, l, n, rows, false, true, false).
-func fwd32(y, x, tab *float32, l, n, rows int) {
+func fwd32(y, x, tab *float32, l, n, rows int, _ bool) {
 	fwdGo(unsafe.Slice(y, n*rows), unsafe.Slice(x, n*rows), tabSlice(tab, qRows, l, n), l, n, rows, false, true, false)
 }
 
 // fwdDiv32 is fwdGo(y, x, tab, l, n, rows, true, true, false).
-func fwdDiv32(y, x, tab *float32, l, n, rows int) {
+func fwdDiv32(y, x, tab *float32, l, n, rows int, _ bool) {
 	fwdGo(unsafe.Slice(y, n*rows), unsafe.Slice(x, n*rows), tabSlice(tab, qRows, l, n), l, n, rows, true, true, false)
 }
 
@@ -39,18 +40,18 @@ func grad32(bi, gs, x, tab *float32, l, n, rows int, acc *float64) {
 }
 
 // adj32 is adjGo(out, dbi, x, tab, l, n, rows, false).
-func adj32(out, dbi, x, tab *float32, l, n, rows int) {
+func adj32(out, dbi, x, tab *float32, l, n, rows int, _ bool) {
 	m := n * rows
 	adjGo(unsafe.Slice(out, m), unsafe.Slice(dbi, m), unsafe.Slice(x, m), tabSlice(tab, bRows, l, n), l, n, rows, false)
 }
 
 // fwd64 is fwdGo(y, x, tab, l, n, rows, false, true, false).
-func fwd64(y, x, tab *float64, l, n, rows int) {
+func fwd64(y, x, tab *float64, l, n, rows int, _ bool) {
 	fwdGo(unsafe.Slice(y, n*rows), unsafe.Slice(x, n*rows), tabSlice(tab, qRows, l, n), l, n, rows, false, true, false)
 }
 
 // fwdDiv64 is fwdGo(y, x, tab, l, n, rows, true, true, false).
-func fwdDiv64(y, x, tab *float64, l, n, rows int) {
+func fwdDiv64(y, x, tab *float64, l, n, rows int, _ bool) {
 	fwdGo(unsafe.Slice(y, n*rows), unsafe.Slice(x, n*rows), tabSlice(tab, qRows, l, n), l, n, rows, true, true, false)
 }
 
@@ -61,7 +62,7 @@ func grad64(bi, gs, x, tab *float64, l, n, rows int, acc *float64) {
 }
 
 // adj64 is adjGo(out, dbi, x, tab, l, n, rows, false).
-func adj64(out, dbi, x, tab *float64, l, n, rows int) {
+func adj64(out, dbi, x, tab *float64, l, n, rows int, _ bool) {
 	m := n * rows
 	adjGo(unsafe.Slice(out, m), unsafe.Slice(dbi, m), unsafe.Slice(x, m), tabSlice(tab, bRows, l, n), l, n, rows, false)
 }

@@ -1,6 +1,8 @@
 package fqkern
 
 import (
+	"unsafe"
+
 	"github.com/tapegrad/tapegrad/internal/parallel"
 	"github.com/tapegrad/tapegrad/internal/tensorx"
 )
@@ -18,6 +20,41 @@ import (
 // so that the caller's stays on its stack), and the gradient's sums live
 // in memory the caller passes in (GradientScratch).
 
+// StreamBytes is the tensor size (of x, in bytes) from which the forward
+// runs AVX2 assembly that takes the rows one at a time in memory order, on
+// every tier, rather than the tier's row-group kernel (four rows per block
+// of table operands loaded into registers). Measured on an AMD EPYC Zen 5
+// (2 cores of a shared machine, tiers compared in one process):
+//
+//   - AVX-512 loads of the table (L1-resident, 6 loads per vector in the
+//     forward) ran at 0.7–0.9 of AVX2 whenever the other streams came
+//     from L3 or memory, at some times of the day and not at others;
+//     AVX2 never did. The row groups cut the table loads fourfold: the
+//     forward is 1.1–1.8× faster than AVX2's one row at a time on either
+//     tier while the tensors fit the caches;
+//   - the row groups' access order (four rows a period apart) defeats
+//     the hardware prefetchers once the tensors stream from memory: from
+//     8 MiB per tensor they fell behind (0.5–0.6 at 25 MiB, W8's size).
+//
+// 6 MiB, below that crossover. Every kernel gives the same bits. A
+// variable so that tests can set it.
+var StreamBytes = 6 << 20
+
+// AdjointStreamBytes is StreamBytes for the adjoint, which runs AVX2's
+// kernel from that size on every tier rather than the tier's own (both
+// one row at a time): AVX-512's, five table loads per vector, was 1.1–1.5×
+// AVX2 up to 1 MiB per tensor and 0.9–1.0 from 4 MiB. The gradient
+// (AVX-512 1.04–1.55× AVX2 at every size measured) always runs its tier's
+// kernel.
+var AdjointStreamBytes = 2 << 20
+
+// streams reports whether a pass over n elements runs the streaming
+// kernels, from bytes bytes on (StreamBytes, AdjointStreamBytes).
+func streams[T tensorx.Float](n, bytes int) bool {
+	var z T
+	return n*int(unsafe.Sizeof(z)) >= bytes
+}
+
 // GrainElems is the least number of elements per parallel chunk.
 const GrainElems = 1 << 15
 
@@ -34,11 +71,12 @@ func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain,
 // channel, +0 in the min == max == 0 channels (NaN inputs included).
 func Forward[T tensorx.Float](y, x []T, q *Quant[T], threads int) {
 	grain := grain(q.Period())
+	st := streams[T](len(x), StreamBytes)
 	if serial(threads, len(x), grain) {
-		q.Run(y, x, 0)
+		q.run(y, x, 0, st)
 	} else {
 		qc := *q
-		parallel.For(threads, len(x), grain, func(lo, hi int) { qc.Run(y[lo:hi], x[lo:hi], lo) })
+		parallel.For(threads, len(x), grain, func(lo, hi int) { qc.run(y[lo:hi], x[lo:hi], lo, st) })
 	}
 }
 
@@ -105,10 +143,11 @@ func gradChunks[T tensorx.Float](b *Bounds[T], g, x, bi []T, part, acc []float64
 // NaN inputs (Bounds.Adjoint over chunks).
 func Adjoint[T tensorx.Float](out, dbi, x []T, b *Bounds[T], threads int) {
 	grain := grain(b.Period())
+	st := streams[T](len(x), AdjointStreamBytes)
 	if serial(threads, len(x), grain) {
-		b.Adjoint(out, dbi, x, 0)
+		b.adjoint(out, dbi, x, 0, st)
 	} else {
 		bc := *b
-		parallel.For(threads, len(x), grain, func(lo, hi int) { bc.Adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo) })
+		parallel.For(threads, len(x), grain, func(lo, hi int) { bc.adjoint(out[lo:hi], dbi[lo:hi], x[lo:hi], lo, st) })
 	}
 }

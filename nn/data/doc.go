@@ -13,11 +13,18 @@
 // A Loader copies the rows of each batch into buffers it allocated once
 // (the Batch is overwritten by the next call to Next), in an order that
 // depends only on the seed and the epoch, so that State and SetState
-// resume an interrupted run on exactly the same batches:
+// resume an interrupted run on exactly the same batches (a *Loader is an
+// nn.CheckpointState: nn.SaveCheckpoint and nn.LoadCheckpoint save and
+// restore its position with the model, in one call):
 //
 //	ds, err := data.LoadMNISTDir(data.FashionMNISTDir, "train")
 //	l, err := ds.Loader(data.LoaderOptions{BatchSize: 64, Shuffle: true, Seed: 1})
 //	for l.Next() {
 //		b := l.Batch() // b.X [64, 28, 28, 1] float32, b.Y [64] int32
 //	}
+//
+// LoaderOptions.Augment makes the loader augment training images as it
+// copies them: random crops of the zero-padded image and horizontal flips,
+// chosen from the seed, the epoch and the example's row (so resuming
+// delivers the same augmented batches), without allocating.
 package data

@@ -45,3 +45,28 @@ func ExampleLoader_SetState() {
 	fmt.Println(saved.Epoch, saved.Pos, fmt.Sprint(resumed.Batch().Indices) == fmt.Sprint(want))
 	// Output: 0 2 true
 }
+
+// Augment training images with random padded crops and horizontal flips:
+// each example's shift and flip depend on the seed, the epoch and its row.
+func ExampleAugment() {
+	// one 3×3 image [N, H, W]
+	x := tensor.New(tensor.WithShape(1, 3, 3), tensor.WithBacking([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9}))
+	l, err := data.NewLoader(x, nil, data.LoaderOptions{
+		BatchSize: 1, Seed: 1,
+		Augment: &data.Augment{Pad: 1, FlipHorizontal: true},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for epoch := 0; epoch < 4; epoch++ {
+		for l.Next() {
+			px := l.Batch().X.Float32s()
+			fmt.Println(px[0:3], px[3:6], px[6:9])
+		}
+	}
+	// Output:
+	// [2 3 0] [5 6 0] [8 9 0]
+	// [0 0 0] [2 3 0] [5 6 0]
+	// [0 0 0] [2 1 0] [5 4 0]
+	// [0 0 0] [2 1 0] [5 4 0]
+}

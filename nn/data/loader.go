@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 
 	"gorgonia.org/tensor"
 
@@ -33,6 +34,12 @@ type LoaderOptions struct {
 	// is still the dataset's size, Pos and NumBatches count global
 	// examples and batches.
 	Rank, Ranks int
+	// Name names the loader's state in checkpoints (default "loader"; give
+	// two loaders saved in one checkpoint distinct names).
+	Name string
+	// Augment, if set, randomly crops and flips each input image as it is
+	// copied into a batch (training data; see Augment).
+	Augment *Augment
 }
 
 // Batch is one batch of examples. A Loader returns the same *Batch every
@@ -85,6 +92,9 @@ type Loader struct {
 	// full-size and last-partial-batch tensors (sharing backing arrays)
 	fullX, fullY, partX, partY *tensor.Dense
 	batch                      Batch
+	// augmentation: image height, width, channels and the random source
+	augH, augW, augC int
+	augPCG           rand.PCG
 }
 
 // NewLoader returns a loader over the rows of x and y (y may be nil; both
@@ -109,6 +119,13 @@ func NewLoader(x, y *tensor.Dense, opts LoaderOptions) (*Loader, error) {
 		return nil, err
 	}
 	l := &Loader{x: cx, n: cx.Shape()[0], opts: opts}
+	if opts.Augment != nil {
+		a := *opts.Augment // the loader keeps its own copy
+		l.opts.Augment = &a
+		if l.augH, l.augW, l.augC, err = checkAugment(&a, cx); err != nil {
+			return nil, err
+		}
+	}
 	if y != nil {
 		cy, err := checkRows("targets", y)
 		if err != nil {
@@ -224,7 +241,11 @@ func (l *Loader) Next() bool {
 		}
 		start := l.pos + l.opts.Rank*bs
 		idx := l.perm[start : start+bs]
-		gatherRows(l.fullX, l.x, idx)
+		if l.opts.Augment.enabled() {
+			l.augmentRows(l.fullX, idx)
+		} else {
+			gatherRows(l.fullX, l.x, idx)
+		}
 		if l.y != nil {
 			gatherRows(l.fullY, l.y, idx)
 		}
@@ -246,7 +267,11 @@ func (l *Loader) Next() bool {
 		x, y = l.partX, l.partY
 	}
 	idx := l.perm[l.pos : l.pos+size]
-	gatherRows(x, l.x, idx)
+	if l.opts.Augment.enabled() {
+		l.augmentRows(x, idx)
+	} else {
+		gatherRows(x, l.x, idx)
+	}
 	if l.y != nil {
 		gatherRows(y, l.y, idx)
 	}
@@ -313,10 +338,94 @@ func (l *Loader) State() LoaderState {
 // batches are those that followed when s was taken. Pos must be a multiple
 // of the batch size or the number of examples.
 func (l *Loader) SetState(s LoaderState) error {
-	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.global() != 0 && s.Pos != l.n) {
-		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.global())
+	if err := l.checkState(s); err != nil {
+		return err
 	}
 	l.opts.Seed, l.epoch, l.pos = s.Seed, s.Epoch, s.Pos
 	l.makePerm()
 	return nil
+}
+
+// checkState reports an invalid position for SetState.
+func (l *Loader) checkState(s LoaderState) error {
+	if s.Epoch < 0 || s.Pos < 0 || s.Pos > l.n || (s.Pos%l.global() != 0 && s.Pos != l.n) {
+		return fmt.Errorf("Loader.SetState: invalid position epoch %d, example %d (of %d, batch size %d)", s.Epoch, s.Pos, l.n, l.global())
+	}
+	return nil
+}
+
+// StateName returns the name of the loader's state in checkpoints:
+// LoaderOptions.Name, or "loader". With SaveState, CheckState and
+// LoadState it makes a *Loader an nn.CheckpointState: pass it to
+// nn.SaveCheckpoint and nn.LoadCheckpoint to save and restore its
+// position with the model.
+func (l *Loader) StateName() string {
+	if l.opts.Name == "" {
+		return "loader"
+	}
+	return l.opts.Name
+}
+
+// SaveState returns the loader's position (State) as checkpoint entries:
+// "seed", "epoch" and "pos", with "examples" and "batch_size" (the global
+// batch: BatchSize·Ranks for a rank's shard), which CheckState compares
+// with the loader it restores. So a data-parallel run can resume on
+// another number of ranks with the same global batch (and one process
+// with BatchSize·Ranks), from the same global position.
+func (l *Loader) SaveState() (map[string]string, error) {
+	s := l.State()
+	return map[string]string{
+		"seed":       strconv.FormatUint(s.Seed, 10),
+		"epoch":      strconv.Itoa(s.Epoch),
+		"pos":        strconv.Itoa(s.Pos),
+		"examples":   strconv.Itoa(l.n),
+		"batch_size": strconv.Itoa(l.global()),
+	}, nil
+}
+
+// parseState reads SaveState's entries and checks them against l.
+func (l *Loader) parseState(m map[string]string) (LoaderState, error) {
+	var s LoaderState
+	ints := map[string]int{}
+	for _, k := range []string{"epoch", "pos", "examples", "batch_size"} {
+		v, ok := m[k]
+		if !ok {
+			return s, fmt.Errorf("Loader: checkpoint state has no %q entry", k)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return s, fmt.Errorf("Loader: checkpoint state %q = %q: %w", k, v, err)
+		}
+		ints[k] = n
+	}
+	seed, err := strconv.ParseUint(m["seed"], 10, 64)
+	if err != nil {
+		return s, fmt.Errorf("Loader: checkpoint state \"seed\" = %q: %w", m["seed"], err)
+	}
+	if ints["examples"] != l.n || ints["batch_size"] != l.global() {
+		return s, fmt.Errorf("Loader: checkpoint state is of a loader over %d examples in (global) batches of %d; this one has %d in batches of %d",
+			ints["examples"], ints["batch_size"], l.n, l.global())
+	}
+	s = LoaderState{Seed: seed, Epoch: ints["epoch"], Pos: ints["pos"]}
+	if err := l.checkState(s); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// CheckState reports whether LoadState would accept the entries: saved
+// by SaveState of a loader over as many examples in global batches of the
+// same size, at a valid position. It changes nothing.
+func (l *Loader) CheckState(m map[string]string) error {
+	_, err := l.parseState(m)
+	return err
+}
+
+// LoadState restores the position saved by SaveState (see SetState).
+func (l *Loader) LoadState(m map[string]string) error {
+	s, err := l.parseState(m)
+	if err != nil {
+		return err
+	}
+	return l.SetState(s)
 }

@@ -71,7 +71,12 @@ const WithMPI = true
 // Open MPI's handlers for SIGSEGV, SIGBUS, SIGFPE and SIGABRT would replace
 // the Go runtime's (which turns a nil dereference into a panic); Init
 // switches them off (MCA parameter opal_signal empty) unless
-// OMPI_MCA_opal_signal is set.
+// OMPI_MCA_opal_signal is set. It also makes Open MPI yield the CPU while
+// it waits in a collective (mpi_yield_when_idle 1, unless
+// OMPI_MCA_mpi_yield_when_idle is set): the MPI thread shares the cores
+// with the kernels' threads, and a busy wait for a slower rank would take
+// a core from them (measured: 2 ranks on 2 busy cores trained 15-20%
+// faster with it).
 func Init(opts Options) (Comm, error) {
 	initOnce.Do(func() { world, initErr = startMPI(opts) })
 	if initErr != nil {
@@ -122,6 +127,9 @@ type mpiComm struct {
 func startMPI(opts Options) (*mpiComm, error) {
 	if _, ok := os.LookupEnv("OMPI_MCA_opal_signal"); !ok {
 		os.Setenv("OMPI_MCA_opal_signal", "")
+	}
+	if _, ok := os.LookupEnv("OMPI_MCA_mpi_yield_when_idle"); !ok {
+		os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
 	}
 	c := &mpiComm{timeout: opts.Timeout, req: make(chan mpiReq), res: make(chan error, 1)}
 	if c.timeout == 0 {

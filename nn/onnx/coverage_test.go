@@ -35,15 +35,24 @@ var sampleLayers = map[string]func(r *rand.Rand) nn.Module{
 	"ReLU6":                  func(r *rand.Rand) nn.Module { return nn.ReLU6() },
 	"Flatten":                func(r *rand.Rand) nn.Module { return nn.Flatten() },
 	"GlobalAvgPool":          func(r *rand.Rand) nn.Module { return nn.GlobalAvgPool("NHWC") },
+	"MaxPool2D":              func(r *rand.Rand) nn.Module { return nn.MaxPool2D(1, 1, nn.PoolOpts{}) },
+	"AvgPool2D":              func(r *rand.Rand) nn.Module { return nn.AvgPool2D(1, 1, nn.PoolOpts{}) },
+	"NewLayerNorm":           func(r *rand.Rand) nn.Module { return nn.NewLayerNorm(1, nn.LayerNormOpts{}) },
+	"Tanh":                   func(r *rand.Rand) nn.Module { return nn.Tanh() },
+	"Sigmoid":                func(r *rand.Rand) nn.Module { return nn.Sigmoid() },
 	"NewSequential":          nil,
 	"Named":                  nil,
 	"NewLambda":              nil,
 }
 
-// layerKey identifies a layer kind: its type, and a Lambda's function.
+// layerKey identifies a layer kind: its type, a Lambda's function, and
+// whether a Pool2D averages.
 func layerKey(m nn.Module) string {
 	if l, ok := m.(*nn.Lambda); ok {
 		return "lambda:" + funcName(l.Func())
+	}
+	if p, ok := m.(*nn.Pool2D); ok && p.Avg() {
+		return "*nn.Pool2D (average)"
 	}
 	return reflect.TypeOf(m).String()
 }

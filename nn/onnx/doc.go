@@ -61,9 +61,20 @@
 //     another order, so results agree to float32 rounding.
 //   - GlobalAvgPool → ReduceMean over the spatial axes (in whatever layout
 //     the input is). Dropout → nothing.
+//   - MaxPool2D → MaxPool, AvgPool2D → AveragePool with count_include_pad
+//     = 0, on the NCHW layout, TensorFlow's SAME padding as explicit pads
+//     (the extra row or column after): padding is never part of a window
+//     in either, and an average divides by the window's input elements,
+//     as TensorFlow's AvgPool does.
+//   - LayerNorm → opset 13 has no LayerNormalization: the layer's own
+//     arithmetic, op for op — ReduceMean, Sub, Mul (the square),
+//     ReduceMean, Add ε, Sqrt, Reciprocal, Mul, then Mul gamma and Add
+//     beta — over the ONNX axis holding the Go tensor's last axis, in
+//     whatever layout the input is. Reciprocal(Sqrt) rounds as Go's Rsqrt
+//     does (1/sqrt in float32).
 //   - Lambdas by their function (RegisterFunc): nn.ReLU → Relu, nn.ReLU6 →
-//     Clip(0, 6), autodiff.Sigmoid, Tanh, Exp, Log, Neg, Sqrt → the ONNX op
-//     of the same name, Square → Mul, Rsqrt → Reciprocal(Sqrt), Softmax and
+//     Clip(0, 6), nn.Sigmoid and nn.Tanh (autodiff.Sigmoid, Tanh),
+//     autodiff.Exp, Log, Neg, Sqrt → the ONNX op of the same name, Square → Mul, Rsqrt → Reciprocal(Sqrt), Softmax and
 //     LogSoftmax → the ONNX op over the last axis.
 //
 // # Quantisation-aware trained models (QDQ)
@@ -117,6 +128,6 @@
 // nodes with the Builder: In and InPerm give the input in the Go order or
 // another layout, Node adds an ONNX node, Float32 and Param add
 // initializers, Module exports a sub-module, Out and OutPerm make the
-// output. The rules of package nn's layers (rules.go) are written the same
-// way.
+// output. The rules of package nn's layers (rules.go, rules_pool_norm.go)
+// are written the same way.
 package onnx

@@ -17,7 +17,7 @@ import (
 func TestGonnxRuntime(t *testing.T) {
 	supported := []string{"conv_same_bias", "conv_valid_stride2_nobias", "conv_same_stride2_even",
 		"conv_explicit_dilated_rect", "fracpool_pseudo", "fracpool_random_rect",
-		"fracpool_overlapping_after_conv", "flatten_dense", "conv_flatten_dense_nobias"}
+		"fracpool_overlapping_after_conv", "flatten_dense", "conv_flatten_dense_nobias", "dense_tanh_sigmoid"}
 	ran := 0
 	for _, c := range layerCases {
 		if !slices.Contains(supported, c.name) {

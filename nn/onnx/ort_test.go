@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -65,6 +66,19 @@ func dense(r *rand.Rand, in, out int, noBias bool) *nn.Dense {
 
 func fqw(l nn.Quantizable, o nn.WeightQuantOpts) *nn.FakeQuantWeights {
 	return nn.NewFakeQuantWeights(l, o)
+}
+
+// lnorm returns a LayerNorm with gamma and beta (those present) drawn
+// from U(0.5, 1.5) and U(-0.5, 0.5).
+func lnorm(r *rand.Rand, features int, o nn.LayerNormOpts) *nn.LayerNorm {
+	l := nn.NewLayerNorm(features, o)
+	if l.Gamma != nil {
+		uniform(0.5, 1.5)(r, l.Gamma.Data)
+	}
+	if l.Beta != nil {
+		uniform(-0.5, 0.5)(r, l.Beta.Data)
+	}
+	return l
 }
 
 // uniform returns an initializer drawing from U(lo, hi).
@@ -166,6 +180,52 @@ var layerCases = []layerCase{
 		return nn.Named("net", nn.NewSequential(nn.Named("block", block), nn.GlobalAvgPool(""), nn.Named("fc", dense(r, 4, 3, false))))
 	}, []int{6, 6, 2}, tolFloat, 0},
 
+	// Pooling (issue 18): TensorFlow's SAME padding is asymmetric where
+	// the total is odd (the extra row or column after), and an average
+	// divides by the window's input elements only.
+	{"maxpool_valid_input", func(r *rand.Rand) nn.Module { return nn.MaxPool2D(2, 2, nn.PoolOpts{}) }, []int{8, 7, 3}, tolFloat, 0},
+	{"maxpool_same_stride2_asymmetric", func(r *rand.Rand) nn.Module {
+		return nn.MaxPool2D(3, 3, nn.PoolOpts{Strides: [2]int{2, 2}, Padding: "SAME"})
+	}, []int{8, 9, 2}, tolFloat, 0},
+	{"avgpool_same_asymmetric_rect", func(r *rand.Rand) nn.Module {
+		return nn.AvgPool2D(2, 3, nn.PoolOpts{Strides: [2]int{1, 2}, Padding: "SAME"})
+	}, []int{7, 8, 2}, tolFloat, 0},
+	{"avgpool_same_3x3_stride1", func(r *rand.Rand) nn.Module {
+		return nn.AvgPool2D(3, 3, nn.PoolOpts{Strides: [2]int{1, 1}, Padding: "SAME"})
+	}, []int{5, 6, 3}, tolFloat, 0},
+	{"conv_relu_maxpool_avgpool_flatten_dense", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(conv(r, 2, 4, 3, nn.ConvOpts{Padding: "SAME"}), nn.ReLU(),
+			nn.MaxPool2D(2, 2, nn.PoolOpts{}),
+			nn.AvgPool2D(3, 3, nn.PoolOpts{Strides: [2]int{2, 2}, Padding: "SAME"}),
+			nn.Flatten(), dense(r, 3*3*4, 5, false))
+	}, []int{11, 12, 2}, tolFloat, 0},
+	{"pool_nchw", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(conv(r, 3, 4, 3, nn.ConvOpts{Padding: "SAME", DataFormat: "NCHW"}),
+			nn.MaxPool2D(3, 2, nn.PoolOpts{Strides: [2]int{2, 1}, Padding: "SAME", DataFormat: "NCHW"}),
+			nn.AvgPool2D(2, 2, nn.PoolOpts{Strides: [2]int{3, 2}, Padding: "SAME", DataFormat: "NCHW"}),
+			nn.MaxPool2D(1, 1, nn.PoolOpts{Strides: [2]int{2, 2}, Padding: "SAME", DataFormat: "NCHW"}))
+	}, []int{3, 9, 7}, tolFloat, 0},
+
+	// LayerNorm (issue 18), over the last Go axis wherever the layout
+	// holds it, and the activation layers nn.Tanh, nn.Sigmoid.
+	{"layernorm_input", func(r *rand.Rand) nn.Module { return lnorm(r, 6, nn.LayerNormOpts{}) }, []int{5, 6}, tolFloat, 0},
+	{"dense_layernorm_tanh_dense_sigmoid", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(dense(r, 5, 8, false), lnorm(r, 8, nn.LayerNormOpts{Epsilon: 1e-5}), nn.Tanh(),
+			dense(r, 8, 4, false), nn.Sigmoid())
+	}, []int{5}, tolFloat, 0},
+	{"conv_layernorm_channels_gap", func(r *rand.Rand) nn.Module { // the channels: ONNX axis 1 after the Conv
+		return nn.NewSequential(conv(r, 2, 5, 3, nn.ConvOpts{Padding: "SAME"}), lnorm(r, 5, nn.LayerNormOpts{}), nn.GlobalAvgPool("NHWC"))
+	}, []int{6, 7, 2}, tolFloat, 0},
+	{"conv_nchw_layernorm_width", func(r *rand.Rand) nn.Module { // NCHW: over the columns
+		return nn.NewSequential(conv(r, 2, 3, 3, nn.ConvOpts{Padding: "SAME", DataFormat: "NCHW"}), lnorm(r, 7, nn.LayerNormOpts{}))
+	}, []int{2, 6, 7}, tolFloat, 0},
+	{"layernorm_no_scale_no_center", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(lnorm(r, 4, nn.LayerNormOpts{NoScale: true, NoCenter: true, Epsilon: 0.5}), nn.Sigmoid())
+	}, []int{3, 4}, tolFloat, 0},
+	{"dense_tanh_sigmoid", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(dense(r, 6, 5, false), nn.Tanh(), dense(r, 5, 3, true), nn.Sigmoid())
+	}, []int{6}, tolFloat, 0},
+
 	// Quantisation-aware layers. The weights are exact (see
 	// TestQuantizedWeightsBitExact); activations may differ by one grid
 	// step where x/scale lands on a tie or within rounding of one.
@@ -215,7 +275,7 @@ func prepare(t *testing.T, m nn.Module, shape []int, r *rand.Rand) {
 	}
 	// BatchNorm scales and offsets away from 1 and 0.
 	for _, p := range m.Params() {
-		if n := p.Name; len(n) >= 5 && (n[len(n)-5:] == "scale" || n[len(n)-6:] == "offset") {
+		if n := p.Name; strings.HasSuffix(n, "scale") || strings.HasSuffix(n, "offset") {
 			for i, v := range p.Data.Float32s() {
 				p.Data.Float32s()[i] = v + float32(r.Float64()-0.5)
 			}

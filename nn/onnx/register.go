@@ -79,8 +79,8 @@ func Register[L nn.Module](rule Rule[L]) {
 // f, a function identified by its code: a named function (e.g.
 // autodiff.Tanh), or every closure made by one function literal. A nil
 // rule removes the registration. The library registers rules for
-// autodiff's Relu (nn.ReLU), Relu6 (nn.ReLU6), Sigmoid, Tanh, Softmax,
-// LogSoftmax, Exp, Log, Neg, Sqrt, Rsqrt and Square.
+// autodiff's Relu (nn.ReLU), Relu6 (nn.ReLU6), Sigmoid (nn.Sigmoid), Tanh
+// (nn.Tanh), Softmax, LogSoftmax, Exp, Log, Neg, Sqrt, Rsqrt and Square.
 func RegisterFunc(f func(autodiff.Value) autodiff.Value, rule FuncRule) {
 	if f == nil {
 		return

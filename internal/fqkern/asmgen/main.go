@@ -8,10 +8,14 @@
 //	                                 vectors, then the tail under a mask
 //
 // from one description of each kernel's element operations (fwd, grad,
-// adj for float32 and float64). Every element gets the same IEEE
-// operations on every tier (compares made into all-ones lanes, bitwise
-// AND/OR/ANDN on them), so the tiers give the same bits. Run it with go
-// generate in internal/fqkern; the output is deterministic.
+// adj for float32 and float64), in two loop nests: rows one at a time in
+// memory order, the table operands from memory (every kernel), and for
+// the forward also rows in groups of four, each block of table operands
+// loaded into registers once for the group (fwd…Group…). Every element
+// gets the same IEEE operations on every tier and in either nest
+// (compares made into all-ones lanes, bitwise AND/OR/ANDN on them), so
+// they all give the same bits. Run it with go generate in internal/fqkern;
+// the output is deterministic.
 package main
 
 import (
@@ -71,8 +75,14 @@ func generate(zmm bool) (asm, stubs []byte, err error) {
 	}
 	for _, size := range []int{4, 8} {
 		g.size = size
-		fwd(g, false)
-		fwd(g, true)
+		// The forward in both loop nests (rows one at a time, and in row
+		// groups); the gradient and adjoint one row at a time.
+		for _, group := range []bool{false, true} {
+			g.group = group
+			fwd(g, false)
+			fwd(g, true)
+		}
+		g.group = false
 		grad(g)
 		adj(g)
 	}
@@ -104,7 +114,17 @@ type gen struct {
 	size int // element bytes
 
 	masked  bool // emitting the masked tail: memory operands load under K7
-	scratch int  // next scratch register of the masked tail
+	scratch int  // next scratch register of the masked tail, from scratch0
+	// scratch0 is the first vector register the kernel leaves free for
+	// the masked tail's loads of stream operands (below Z16, so that the
+	// kernels leave the upper sixteen ZMM registers untouched).
+	scratch0 int
+
+	r3 reg.Register // three row strides (rowMem)
+
+	// group selects the row-group loop nest (a kernel name with Group):
+	// rows in groups of rowGroup, the table operands in registers.
+	group bool
 }
 
 var (
@@ -178,8 +198,7 @@ func (g *gen) srck(m operand.Mem, k reg.Register) operand.Op {
 	if !g.masked {
 		return m
 	}
-	r := zreg(16 + g.scratch)
-	g.scratch++
+	r := g.scratchReg()
 	if g.size == 4 || k == khigh {
 		g.emit(x86.VMOVUPS_Z(m, k, r))
 	} else {
@@ -188,13 +207,22 @@ func (g *gen) srck(m operand.Mem, k reg.Register) operand.Op {
 	return r
 }
 
+// scratchReg returns the masked tail's next scratch register.
+func (g *gen) scratchReg() reg.VecPhysical {
+	i := g.scratch0 + g.scratch
+	if i >= 16 {
+		panic("fqkern asmgen: out of scratch registers")
+	}
+	g.scratch++
+	return g.vec(i)
+}
+
 // srcPD is src for float64 data (the float32 kernels' sums).
 func (g *gen) srcPD(m operand.Mem, k reg.Register) operand.Op {
 	if !g.masked {
 		return m
 	}
-	r := zreg(16 + g.scratch)
-	g.scratch++
+	r := g.scratchReg()
 	g.emit(x86.VMOVUPD_Z(m, k, r))
 	return r
 }
@@ -233,8 +261,6 @@ func (g *gen) cmp(p int, a, b, dst operand.Op) {
 	}
 }
 
-func zreg(i int) reg.VecPhysical { return zregs[i] }
-
 var (
 	xregs = []reg.VecPhysical{reg.X0, reg.X1, reg.X2, reg.X3, reg.X4, reg.X5, reg.X6, reg.X7, reg.X8, reg.X9, reg.X10, reg.X11, reg.X12, reg.X13, reg.X14, reg.X15}
 	yregs = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7, reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
@@ -259,7 +285,12 @@ func (g *gen) half(i int) reg.VecPhysical {
 
 // fn starts a NOSPLIT function with a Go signature and its doc comment.
 func (g *gen) fn(name, sig string, doc ...string) string {
-	name += g.sfx() + g.tier
+	name += g.sfx()
+	if g.group {
+		name += "Group"
+		doc = append(doc, fmt.Sprintf("Rows in groups of %d while that many remain, then one at a time.", rowGroup))
+	}
+	name += g.tier
 	g.Function(name)
 	g.Attributes(attr.NOSPLIT)
 	g.SignatureExpr(sig)
@@ -301,44 +332,162 @@ func (g *gen) tailMask() {
 	}
 }
 
-// loops emits the row loop of a kernel: per row, reset (table pointers),
-// then blocks of 2 and 1 vectors, body(off, r) with registers from r,
-// advancing the streams by the block and the table streams; then the
-// tail: AVX2's scalar loop (scalar, advancing by one element), AVX-512's
-// masked body (streams advanced by R12 elements).
-func (g *gen) loops(name string, reset func(), body func(off, r int), advance func(bytes int), streams []reg.Register, scalar func()) {
+// rowGroup is the number of rows the row-group nest takes together: per
+// block of one vector, the table operands are loaded into registers once
+// and serve rowGroup rows (the table, in L1, would otherwise take most of
+// the loads; on Zen 5, 512-bit loads of it slowed the AVX-512 forward to
+// 0.7 of AVX2 while the other streams came from L3 or memory; see
+// fqkern.StreamBytes).
+const rowGroup = 4
+
+// Registers of the loop nest: the row stride in bytes (n elements) and
+// three times it, which address rows 1 to 3 of a group; R12 counts the
+// elements left in the row, DX the rows.
+var rs = reg.RCX
+
+// rowMem returns the address off bytes into row r (< rowGroup) of the
+// group starting at base: rows are n elements apart.
+func (g *gen) rowMem(base reg.Register, r, off int) operand.Mem {
+	switch r {
+	case 0:
+		return mem(base, off)
+	case 1:
+		return memi(base, rs, 1, off)
+	case 2:
+		return memi(base, rs, 2, off)
+	case 3:
+		return memi(base, g.r3, 1, off)
+	}
+	panic("row out of the group")
+}
+
+// rowStride sets rs to n elements in bytes and g.r3 to three times that,
+// from the parameter "n".
+func (g *gen) rowStride(r3 reg.Register) {
+	g.r3 = r3
+	g.args("n", rs)
+	if g.size == 4 {
+		g.SHLQ(imm(2), rs)
+	} else {
+		g.SHLQ(imm(3), rs)
+	}
+	g.LEAQ(memi(rs, rs, 2, 0), r3)
+}
+
+// nest describes one kernel's loop nest (see loops).
+type nest struct {
+	reset   func()                   // cursors (table, sums) to the row start
+	load    func()                   // row groups: the block's table operands into registers
+	body    func(slot, row, off int) // one vector, off bytes into row row, with temporaries slot
+	advance func(bytes int)          // streams and cursors by bytes of elements
+	streams []reg.Register           // the row streams (rows n elements apart)
+	scalar  func(row int)            // AVX2: one tail element of row row
+}
+
+// loops writes the loop nest. The row-group kernels take groups of
+// rowGroup rows while that many remain, then single rows: per group,
+// blocks of one vector (load; body for each row, in row order),
+// then the rows' tail, AVX2's scalar loop (per element, every row in
+// order), AVX-512's block under the mask K7; then the streams move on to
+// the next group. The others take one row at a time, in memory order: in
+// blocks of two and one vectors with the table operands from memory, then
+// the tail. Every element gets the same operations either way, so the
+// kernels give the same bits.
+func (g *gen) loops(name string, k nest) {
+	if !g.group {
+		g.rowLoops(name, k)
+		return
+	}
+	L := g.lanes()
+	for _, R := range []int{rowGroup, 1} {
+		p := fmt.Sprintf("%sr%d", name, R)
+		grp, col, tail, next, done := p+"rows", p+"block", p+"tail", p+"next", p+"done"
+		g.Label(grp)
+		g.CMPQ(reg.RDX, imm(R))
+		g.JLT(lbl(done))
+		k.reset()
+		g.args("n", reg.R12)
+		g.Label(col)
+		g.CMPQ(reg.R12, imm(L))
+		g.JLT(lbl(tail))
+		k.load()
+		for r := range R {
+			k.body(r, r, 0)
+		}
+		k.advance(g.w)
+		g.SUBQ(imm(L), reg.R12)
+		g.JMP(lbl(col))
+		g.Label(tail)
+		g.TESTQ(reg.R12, reg.R12)
+		g.JZ(lbl(next))
+		if !g.zmm {
+			for r := range R {
+				k.scalar(r)
+			}
+			k.advance(g.size)
+			g.DECQ(reg.R12)
+			g.JMP(lbl(tail))
+		} else {
+			g.masked = true
+			k.load()
+			for r := range R {
+				g.scratch = 0
+				k.body(r, r, 0)
+			}
+			g.masked = false
+			for _, s := range k.streams {
+				g.LEAQ(memi(s, reg.R12, uint8(g.size), 0), s)
+			}
+		}
+		g.Label(next)
+		if R > 1 {
+			for _, s := range k.streams {
+				g.ADDQ(g.r3, s)
+			}
+		}
+		g.SUBQ(imm(R), reg.RDX)
+		g.JMP(lbl(grp))
+		g.Label(done)
+	}
+	g.VZEROUPPER()
+	g.RET()
+}
+
+// rowLoops writes the loops of the kernels that take one row at a time
+// (see loops).
+func (g *gen) rowLoops(name string, k nest) {
 	L := g.lanes()
 	row, x2, x1, t1, next := name+"row", name+"x2", name+"x1", name+"tail", name+"next"
 	g.Label(row)
-	reset()
-	g.MOVQ(reg.RCX, reg.R12)
+	k.reset()
+	g.args("n", reg.R12)
 	g.Label(x2)
 	g.CMPQ(reg.R12, imm(2*L))
 	g.JLT(lbl(x1))
-	body(0, 0)
-	body(g.w, 6)
-	advance(2 * g.w)
+	k.body(0, 0, 0)
+	k.body(1, 0, g.w)
+	k.advance(2 * g.w)
 	g.SUBQ(imm(2*L), reg.R12)
 	g.JMP(lbl(x2))
 	g.Label(x1)
 	g.CMPQ(reg.R12, imm(L))
 	g.JLT(lbl(t1))
-	body(0, 0)
-	advance(g.w)
+	k.body(0, 0, 0)
+	k.advance(g.w)
 	g.SUBQ(imm(L), reg.R12)
 	g.Label(t1)
 	g.TESTQ(reg.R12, reg.R12)
 	g.JZ(lbl(next))
 	if !g.zmm {
-		scalar()
-		advance(g.size)
+		k.scalar(0)
+		k.advance(g.size)
 		g.DECQ(reg.R12)
 		g.JMP(lbl(t1))
 	} else {
 		g.masked, g.scratch = true, 0
-		body(0, 0)
+		k.body(0, 0, 0)
 		g.masked = false
-		for _, s := range streams {
+		for _, s := range k.streams {
 			g.LEAQ(memi(s, reg.R12, uint8(g.size), 0), s)
 		}
 	}
@@ -347,6 +496,27 @@ func (g *gen) loops(name string, reset func(), body func(off, r int), advance fu
 	g.JNZ(lbl(row))
 	g.VZEROUPPER()
 	g.RET()
+}
+
+// tabOp returns a table operand: in a row-group kernel the register it
+// was loaded into, else the memory operand itself (g.src).
+func (g *gen) tabOp(m operand.Mem, v reg.VecPhysical) operand.Op {
+	if !g.group {
+		return g.src(m)
+	}
+	return v
+}
+
+// tab loads the table operand at m into v (under the tail mask, with
+// zeroing, in the masked tail).
+func (g *gen) tab(m operand.Mem, v reg.VecPhysical) {
+	if !g.masked {
+		g.emit(g.packed(x86.VMOVUPS, x86.VMOVUPD)(m, v))
+	} else if g.size == 4 {
+		g.emit(x86.VMOVUPS_Z(m, ktail, v))
+	} else {
+		g.emit(x86.VMOVUPD_Z(m, ktail, v))
+	}
 }
 
 // fwd writes fwdNN / fwdDivNN.
@@ -365,7 +535,7 @@ func fwd(g *gen, div bool) {
 	} else {
 		g.SHLQ(imm(3), reg.RAX)
 	}
-	g.args("n", reg.RCX, "rows", reg.RDX)
+	g.args("rows", reg.RDX)
 	g.LEAQ(memi(reg.RAX, reg.RAX, 2, 0), reg.RBX)
 	g.LEAQ(memi(reg.RAX, reg.RAX, 4, 0), reg.R9)
 	half := g.vec(15)
@@ -384,6 +554,11 @@ func fwd(g *gen, div bool) {
 	} else {
 		g.LEAQ(memi(reg.RAX, reg.RAX, 1, 0), reg.R13)
 	}
+	g.rowStride(reg.R10)
+	g.scratch0 = 14
+	if !g.group {
+		g.scratch0 = 6
+	}
 	op := g.packed(x86.VMULPS, x86.VMULPD)
 	sop := x86.VMULSS
 	if div {
@@ -396,29 +571,43 @@ func fwd(g *gen, div bool) {
 		sop = x86.VMULSD
 	}
 	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
-	body := func(off, r int) {
-		V, N, T := g.vec(r), g.vec(r+1), g.vec(r+2)
-		if off != 0 { // second vector of the pair: the AVX2 code's Y3..Y5
-			V, N, T = g.vec(3), g.vec(4), g.vec(5)
+	// The table rows of a block: nmax, nmin, the OP row (inv, or scale
+	// when dividing), qzero, scale, keep.
+	nmax, nmin, opr, qz, sc, keep := g.vec(8), g.vec(9), g.vec(10), g.vec(11), g.vec(12), g.vec(13)
+	load := func() {
+		g.tab(memi(reg.R11, reg.RAX, 1, 0), nmax)
+		g.tab(mem(reg.R11, 0), nmin)
+		g.tab(memi(reg.R11, reg.R13, 1, 0), opr)
+		g.tab(memi(reg.R11, reg.RBX, 1, 0), qz)
+		g.tab(memi(reg.R11, reg.RAX, 4, 0), sc)
+		g.tab(memi(reg.R11, reg.R9, 1, 0), keep)
+	}
+	mov := P(x86.VMOVUPS, x86.VMOVUPD)
+	body := func(slot, row, off int) {
+		V, mx, mn := g.vec(row), nmax, nmin
+		if !g.group { // nmax and nmin from memory into temporaries
+			V, mx, mn = g.vec(3*slot), g.vec(3*slot+2), g.vec(3*slot+1)
+			g.emit(mov(g.src(memi(reg.R11, reg.RAX, 1, off)), mx))
 		}
-		g.emit(P(x86.VMOVUPS, x86.VMOVUPD)(g.src(memi(reg.R11, reg.RAX, 1, off)), T))
-		g.emit(P(x86.VMINPS, x86.VMINPD)(g.src(mem(reg.RSI, off)), T, V))
-		g.emit(P(x86.VMOVUPS, x86.VMOVUPD)(g.src(mem(reg.R11, off)), N))
-		g.emit(P(x86.VMAXPS, x86.VMAXPD)(V, N, V))
-		g.emit(P(x86.VSUBPS, x86.VSUBPD)(N, V, V))
-		g.emit(op(g.src(memi(reg.R11, reg.R13, 1, off)), V, V))
-		g.emit(P(x86.VSUBPS, x86.VSUBPD)(g.src(memi(reg.R11, reg.RBX, 1, off)), V, V))
+		g.emit(P(x86.VMINPS, x86.VMINPD)(g.src(g.rowMem(reg.RSI, row, off)), mx, V))
+		if !g.group {
+			g.emit(mov(g.src(mem(reg.R11, off)), mn))
+		}
+		g.emit(P(x86.VMAXPS, x86.VMAXPD)(V, mn, V))
+		g.emit(P(x86.VSUBPS, x86.VSUBPD)(mn, V, V))
+		g.emit(op(g.tabOp(memi(reg.R11, reg.R13, 1, off), opr), V, V))
+		g.emit(P(x86.VSUBPS, x86.VSUBPD)(g.tabOp(memi(reg.R11, reg.RBX, 1, off), qz), V, V))
 		g.emit(P(x86.VADDPS, x86.VADDPD)(half, V, V))
 		if g.zmm {
 			g.emit(P(fx(fx(x86.VRNDSCALEPS)), fx(x86.VRNDSCALEPD))(imm(1), V, V))
 		} else {
 			g.emit(P(fx(fx(x86.VROUNDPS)), fx(x86.VROUNDPD))(imm(1), V, V))
 		}
-		g.emit(P(x86.VMULPS, x86.VMULPD)(g.src(memi(reg.R11, reg.RAX, 4, off)), V, V))
-		g.emit(P(x86.VANDPS, x86.VANDPD)(g.src(memi(reg.R11, reg.R9, 1, off)), V, V))
-		g.store(V, mem(reg.RDI, off))
+		g.emit(P(x86.VMULPS, x86.VMULPD)(g.tabOp(memi(reg.R11, reg.RAX, 4, off), sc), V, V))
+		g.emit(P(x86.VANDPS, x86.VANDPD)(g.tabOp(memi(reg.R11, reg.R9, 1, off), keep), V, V))
+		g.store(V, g.rowMem(reg.RDI, row, off))
 	}
-	scalar := func() {
+	scalar := func(r int) {
 		S := func(ss, sd ctor) ctor {
 			if g.size == 4 {
 				return ss
@@ -427,7 +616,7 @@ func fwd(g *gen, div bool) {
 		}
 		X0, X1, X2 := reg.X0, reg.X1, reg.X2
 		g.emit(S(x86.VMOVSS, x86.VMOVSD)(memi(reg.R11, reg.RAX, 1, 0), X2))
-		g.emit(S(x86.VMINSS, x86.VMINSD)(mem(reg.RSI, 0), X2, X0))
+		g.emit(S(x86.VMINSS, x86.VMINSD)(g.rowMem(reg.RSI, r, 0), X2, X0))
 		g.emit(S(x86.VMOVSS, x86.VMOVSD)(mem(reg.R11, 0), X1))
 		g.emit(S(x86.VMAXSS, x86.VMAXSD)(X0, X1, X0))
 		g.emit(S(x86.VSUBSS, x86.VSUBSD)(X1, X0, X0))
@@ -438,28 +627,37 @@ func fwd(g *gen, div bool) {
 		g.emit(S(x86.VMULSS, x86.VMULSD)(memi(reg.R11, reg.RAX, 4, 0), X0, X0))
 		g.emit(S(x86.VMOVSS, x86.VMOVSD)(memi(reg.R11, reg.R9, 1, 0), X2))
 		g.emit(P(x86.VANDPS, x86.VANDPD)(X2, X0, X0))
-		g.emit(S(x86.VMOVSS, x86.VMOVSD)(X0, mem(reg.RDI, 0)))
+		g.emit(S(x86.VMOVSS, x86.VMOVSD)(X0, g.rowMem(reg.RDI, r, 0)))
 	}
-	g.loops(name+g.sfx(), func() { g.MOVQ(reg.R8, reg.R11) }, body, func(b int) {
-		g.ADDQ(imm(b), reg.RSI)
-		g.ADDQ(imm(b), reg.RDI)
-		g.ADDQ(imm(b), reg.R11)
-	}, []reg.Register{reg.RSI, reg.RDI}, scalar)
+	g.loops(name+g.sfx(), nest{
+		reset: func() { g.MOVQ(reg.R8, reg.R11) },
+		load:  load,
+		body:  body,
+		advance: func(b int) {
+			g.ADDQ(imm(b), reg.RSI)
+			g.ADDQ(imm(b), reg.RDI)
+			g.ADDQ(imm(b), reg.R11)
+		},
+		streams: []reg.Register{reg.RSI, reg.RDI},
+		scalar:  scalar,
+	})
 }
 
-// masks emits the in/below/above masks of a block: x in V0, lo V2, hi V3;
-// in = ((x >= lo) & (x <= hi)) | pass into V4 (V5 clobbered), below =
-// x < lo into V2, above = (x > hi) &^ below into V3.
-func (g *gen) masks(r, off int, pass func(off int) operand.Op, inAnd func(in reg.VecPhysical)) {
+// masks emits the in/below/above masks of a block, on the temporaries
+// from vector register b: x in V0, the table's lo and hi in registers (or
+// memory); in = ((x >= lo) & (x <= hi)) | pass into V4 (V5 clobbered),
+// below = x < lo into V2, above = (x > hi) &^ below into V3 (lo and hi
+// may be V2 and V3: they are read before).
+func (g *gen) masks(b int, lo, hi, pass operand.Op, inAnd func(in reg.VecPhysical)) {
 	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
-	V := func(i int) reg.VecPhysical { return g.vec(r + i) }
-	g.cmp(0x0D, V(2), V(0), V(4))
-	g.cmp(0x02, V(3), V(0), V(5))
+	V := func(i int) reg.VecPhysical { return g.vec(b + i) }
+	g.cmp(0x0D, lo, V(0), V(4))
+	g.cmp(0x02, hi, V(0), V(5))
 	g.emit(P(x86.VANDPS, x86.VANDPD)(V(5), V(4), V(4)))
-	g.emit(P(x86.VORPS, x86.VORPD)(pass(off), V(4), V(4)))
+	g.emit(P(x86.VORPS, x86.VORPD)(pass, V(4), V(4)))
 	inAnd(V(4))
-	g.cmp(0x01, V(2), V(0), V(2))
-	g.cmp(0x0E, V(3), V(0), V(3))
+	g.cmp(0x01, lo, V(0), V(2))
+	g.cmp(0x0E, hi, V(0), V(3))
 	g.emit(P(x86.VANDNPS, x86.VANDNPD)(V(3), V(2), V(3)))
 }
 
@@ -470,7 +668,7 @@ func grad(g *gen) {
 		"below = x < lo, above = x > hi &^ below; the float64 sums at acc (below)",
 		"and l further (above) add g & below and g & above.")
 	g.tailMask()
-	g.args("bi", reg.RDI, "gs", reg.R13, "x", reg.RSI, "tab", reg.R8, "l", reg.RAX, "n", reg.RCX, "rows", reg.RDX, "acc", reg.R14)
+	g.args("bi", reg.RDI, "gs", reg.R13, "x", reg.RSI, "tab", reg.R8, "l", reg.RAX, "rows", reg.RDX, "acc", reg.R14)
 	if g.size == 4 {
 		g.MOVQ(reg.RAX, reg.RBX)
 		g.SHLQ(imm(3), reg.RBX)
@@ -478,25 +676,30 @@ func grad(g *gen) {
 	} else {
 		g.SHLQ(imm(3), reg.RAX)
 	}
+	g.scratch0 = 6
 	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
-	body := func(off, r int) {
-		V := func(i int) reg.VecPhysical { return g.vec(r + i) }
+	body := func(slot, _, off int) {
+		b := 6 * slot
+		V := func(i int) reg.VecPhysical { return g.vec(b + i) }
 		mov := P(x86.VMOVUPS, x86.VMOVUPD)
 		g.emit(mov(g.src(mem(reg.RSI, off)), V(0)))
 		g.emit(mov(g.src(mem(reg.R13, off)), V(1)))
 		g.emit(mov(g.src(mem(reg.R11, off)), V(2)))
 		g.emit(mov(g.src(memi(reg.R11, reg.RAX, 1, off)), V(3)))
-		g.masks(r, off, func(off int) operand.Op { return g.src(memi(reg.R11, reg.RAX, 2, off)) }, func(in reg.VecPhysical) {
+		g.masks(b, V(2), V(3), g.src(memi(reg.R11, reg.RAX, 2, off)), func(in reg.VecPhysical) {
 			g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), in, in))
 			g.store(in, mem(reg.RDI, off))
 		})
 		g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), V(2), V(2)))
 		g.emit(P(x86.VANDPS, x86.VANDPD)(V(1), V(3), V(3)))
+		// add adds the float64 sums at m to v and stores them back.
+		add := func(m operand.Mem, k reg.Register, v reg.VecPhysical) {
+			g.emit(x86.VADDPD(g.srcPD(m, k), v, v))
+			g.storePD(v, k, m)
+		}
 		if g.size == 8 {
-			g.emit(x86.VADDPD(g.src(mem(reg.R10, off)), V(2), V(2)))
-			g.emit(x86.VADDPD(g.src(memi(reg.R10, reg.RAX, 1, off)), V(3), V(3)))
-			g.store(V(2), mem(reg.R10, off))
-			g.store(V(3), memi(reg.R10, reg.RAX, 1, off))
+			add(mem(reg.R10, off), ktail, V(2))
+			add(memi(reg.R10, reg.RAX, 1, off), ktail, V(3))
 			return
 		}
 		// float32: widen each half to float64 lanes.
@@ -511,20 +714,18 @@ func grad(g *gen) {
 				}
 				return memi(reg.R10, s.index, 1, a+d)
 			}
-			g.emit(x86.VCVTPS2PD(g.half(r+s.v), V(4)))
+			g.emit(x86.VCVTPS2PD(g.half(b+s.v), V(4)))
 			if g.zmm {
-				g.emit(x86.VEXTRACTF32X8(imm(1), V(s.v), g.half(r+s.v)))
+				g.emit(x86.VEXTRACTF32X8(imm(1), V(s.v), g.half(b+s.v)))
 			} else {
-				g.emit(x86.VEXTRACTF128(imm(1), V(s.v), g.half(r+s.v)))
+				g.emit(x86.VEXTRACTF128(imm(1), V(s.v), g.half(b+s.v)))
 			}
-			g.emit(x86.VCVTPS2PD(g.half(r+s.v), V(5)))
-			g.emit(x86.VADDPD(g.srcPD(at(0), ktail), V(4), V(4)))
-			g.emit(x86.VADDPD(g.srcPD(at(g.w), khigh), V(5), V(5)))
-			g.storePD(V(4), ktail, at(0))
-			g.storePD(V(5), khigh, at(g.w))
+			g.emit(x86.VCVTPS2PD(g.half(b+s.v), V(5)))
+			add(at(0), ktail, V(4))
+			add(at(g.w), khigh, V(5))
 		}
 	}
-	scalar := func() {
+	scalar := func(int) {
 		S := func(ss, sd ctor) ctor {
 			if g.size == 4 {
 				return ss
@@ -565,16 +766,22 @@ func grad(g *gen) {
 			g.emit(x86.VMOVSD(X(3), memi(reg.R10, reg.RAX, 1, 0)))
 		}
 	}
-	g.loops("grad"+g.sfx(), func() {
-		g.MOVQ(reg.R8, reg.R11)
-		g.MOVQ(reg.R14, reg.R10)
-	}, body, func(b int) {
-		g.ADDQ(imm(b), reg.RSI)
-		g.ADDQ(imm(b), reg.R13)
-		g.ADDQ(imm(b), reg.RDI)
-		g.ADDQ(imm(b), reg.R11)
-		g.ADDQ(imm(b*8/g.size), reg.R10)
-	}, []reg.Register{reg.RSI, reg.R13, reg.RDI}, scalar)
+	g.loops("grad"+g.sfx(), nest{
+		reset: func() {
+			g.MOVQ(reg.R8, reg.R11)
+			g.MOVQ(reg.R14, reg.R10)
+		},
+		body: body,
+		advance: func(b int) {
+			g.ADDQ(imm(b), reg.RSI)
+			g.ADDQ(imm(b), reg.R13)
+			g.ADDQ(imm(b), reg.RDI)
+			g.ADDQ(imm(b), reg.R11)
+			g.ADDQ(imm(b*8/g.size), reg.R10)
+		},
+		streams: []reg.Register{reg.RSI, reg.R13, reg.RDI},
+		scalar:  scalar,
+	})
 }
 
 func adj(g *gen) {
@@ -589,17 +796,19 @@ func adj(g *gen) {
 	} else {
 		g.SHLQ(imm(3), reg.RAX)
 	}
-	g.args("n", reg.RCX, "rows", reg.RDX)
+	g.args("rows", reg.RDX)
 	g.LEAQ(memi(reg.RAX, reg.RAX, 2, 0), reg.RBX)
+	g.scratch0 = 6
 	P := func(ps, pd ctor) ctor { return g.packed(ps, pd) }
-	body := func(off, r int) {
-		V := func(i int) reg.VecPhysical { return g.vec(r + i) }
+	body := func(slot, _, off int) {
+		b := 6 * slot
+		V := func(i int) reg.VecPhysical { return g.vec(b + i) }
 		mov := P(x86.VMOVUPS, x86.VMOVUPD)
 		and, or := P(x86.VANDPS, x86.VANDPD), P(x86.VORPS, x86.VORPD)
 		g.emit(mov(g.src(mem(reg.RSI, off)), V(0)))
 		g.emit(mov(g.src(mem(reg.R11, off)), V(2)))
 		g.emit(mov(g.src(memi(reg.R11, reg.RAX, 1, off)), V(3)))
-		g.masks(r, off, func(off int) operand.Op { return g.src(memi(reg.R11, reg.RAX, 2, off)) }, func(in reg.VecPhysical) {
+		g.masks(b, V(2), V(3), g.src(memi(reg.R11, reg.RAX, 2, off)), func(in reg.VecPhysical) {
 			g.emit(and(g.src(mem(reg.R13, off)), in, in))
 		})
 		g.emit(and(g.src(memi(reg.R11, reg.RBX, 1, off)), V(2), V(2)))
@@ -608,7 +817,7 @@ func adj(g *gen) {
 		g.emit(or(V(3), V(4), V(4)))
 		g.store(V(4), mem(reg.RDI, off))
 	}
-	scalar := func() {
+	scalar := func(int) {
 		S := func(ss, sd ctor) ctor {
 			if g.size == 4 {
 				return ss
@@ -640,10 +849,16 @@ func adj(g *gen) {
 		g.emit(or(X(3), X(4), X(4)))
 		g.emit(mov(X(4), mem(reg.RDI, 0)))
 	}
-	g.loops("adj"+g.sfx(), func() { g.MOVQ(reg.R8, reg.R11) }, body, func(b int) {
-		g.ADDQ(imm(b), reg.RSI)
-		g.ADDQ(imm(b), reg.R13)
-		g.ADDQ(imm(b), reg.RDI)
-		g.ADDQ(imm(b), reg.R11)
-	}, []reg.Register{reg.RSI, reg.R13, reg.RDI}, scalar)
+	g.loops("adj"+g.sfx(), nest{
+		reset: func() { g.MOVQ(reg.R8, reg.R11) },
+		body:  body,
+		advance: func(b int) {
+			g.ADDQ(imm(b), reg.RSI)
+			g.ADDQ(imm(b), reg.R13)
+			g.ADDQ(imm(b), reg.RDI)
+			g.ADDQ(imm(b), reg.R11)
+		},
+		streams: []reg.Register{reg.RSI, reg.R13, reg.RDI},
+		scalar:  scalar,
+	})
 }
