@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"log"
 	"os"
@@ -21,9 +20,9 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tapegrad/tapegrad/internal/avogen"
 )
 
 func main() {
@@ -77,24 +76,8 @@ func generate(zmm bool) (asm, stubs []byte, err error) {
 		gradDx(g, true)
 	}
 	scale(g)
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./asmgen"}, Pkg: "bnkern"}
-	var a, s bytes.Buffer
-	p := pass.Concat(pass.Compile,
-		&pass.Output{Writer: nopCloser{&a}, Printer: printer.NewGoAsm(cfg)},
-		&pass.Output{Writer: nopCloser{&s}, Printer: printer.NewStubs(cfg)})
-	if err := p.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	return a.Bytes(), s.Bytes(), nil
+	return avogen.Render(ctx, "bnkern")
 }
-
-type nopCloser struct{ *bytes.Buffer }
-
-func (nopCloser) Close() error { return nil }
 
 // gen is an avo context writing one tier's kernels.
 type gen struct {

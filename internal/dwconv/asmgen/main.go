@@ -31,9 +31,9 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tapegrad/tapegrad/internal/avogen"
 )
 
 func main() {
@@ -140,24 +140,8 @@ func generate(t tier) (asm, stubs []byte, err error) {
 		prefetch(g)
 		sfence(g)
 	}
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./asmgen"}, Pkg: "dwconv"}
-	var a, s bytes.Buffer
-	p := pass.Concat(pass.Compile,
-		&pass.Output{Writer: nopCloser{&a}, Printer: printer.NewGoAsm(cfg)},
-		&pass.Output{Writer: nopCloser{&s}, Printer: printer.NewStubs(cfg)})
-	if err := p.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	return a.Bytes(), s.Bytes(), nil
+	return avogen.Render(ctx, "dwconv")
 }
-
-type nopCloser struct{ *bytes.Buffer }
-
-func (nopCloser) Close() error { return nil }
 
 // gen is an avo context writing one tier's kernels.
 type gen struct {

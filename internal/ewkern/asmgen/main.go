@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -21,9 +20,9 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tapegrad/tapegrad/internal/avogen"
 )
 
 func main() {
@@ -67,24 +66,8 @@ func generate(isa vecISA) (asm, stubs []byte, err error) {
 		relu(g)
 		reluGrad(g)
 	}
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./asmgen"}, Pkg: "ewkern"}
-	var a, s bytes.Buffer
-	p := pass.Concat(pass.Compile,
-		&pass.Output{Writer: nopCloser{&a}, Printer: printer.NewGoAsm(cfg)},
-		&pass.Output{Writer: nopCloser{&s}, Printer: printer.NewStubs(cfg)})
-	if err := p.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	return a.Bytes(), s.Bytes(), nil
+	return avogen.Render(ctx, "ewkern")
 }
-
-type nopCloser struct{ *bytes.Buffer }
-
-func (nopCloser) Close() error { return nil }
 
 // gen is an avo context with the element size and vector ISA of the
 // routine being written.

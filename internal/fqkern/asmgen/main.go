@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"log"
@@ -31,10 +30,10 @@ import (
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
 	"github.com/mmcloughlin/avo/x86"
+
+	"github.com/tapegrad/tapegrad/internal/avogen"
 )
 
 func main() {
@@ -86,24 +85,8 @@ func generate(zmm bool) (asm, stubs []byte, err error) {
 		grad(g)
 		adj(g)
 	}
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./asmgen"}, Pkg: "fqkern"}
-	var a, s bytes.Buffer
-	p := pass.Concat(pass.Compile,
-		&pass.Output{Writer: nopCloser{&a}, Printer: printer.NewGoAsm(cfg)},
-		&pass.Output{Writer: nopCloser{&s}, Printer: printer.NewStubs(cfg)})
-	if err := p.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	return a.Bytes(), s.Bytes(), nil
+	return avogen.Render(ctx, "fqkern")
 }
-
-type nopCloser struct{ *bytes.Buffer }
-
-func (nopCloser) Close() error { return nil }
 
 // gen is an avo context writing one tier's kernels for one element size.
 type gen struct {
