@@ -13,13 +13,27 @@ import (
 // The packed micro-kernels (kernelFunc) of the AVX2 (6×16 float32, 6×8
 // float64) and AVX-512 (6×32, 6×16) tiers.
 
+// zmmNarrow reports whether the AVX2 tile shapes run on ZMM registers
+// (the kernels named with a Z, avx512_amd64.s): from the AVX-512 tier up,
+// for the products problemTier hands to AVX2's tiles. They give AVX2's
+// kernels' bits.
+func zmmNarrow() bool { return tier >= cpu.AVX512 }
+
 func kernelAVX2F32(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	_, _, _ = a[kc*mr-1], b[kc*16-1], c[(mr-1)*ldc+15]
+	if zmmNarrow() {
+		sgemmKernel6x16Z(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		return
+	}
 	sgemmKernel6x16(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
 func kernelAVX2F64(kc int, a, b, c []float64, ldc int, alpha, beta float64) {
 	_, _, _ = a[kc*mr-1], b[kc*8-1], c[(mr-1)*ldc+7]
+	if zmmNarrow() {
+		dgemmKernel6x8Z(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		return
+	}
 	dgemmKernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
@@ -49,12 +63,19 @@ func stridedAVX2F32(rows, cols, kc int, a []float32, lda int, b, c []float32, ld
 	if cols != 16 {
 		panic("gemm: bad strided tile")
 	}
-	switch rows {
-	case 2:
+	z := zmmNarrow()
+	switch {
+	case rows == 2 && z:
+		sgemmKernelS2x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 2:
 		sgemmKernelS2x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 4:
+	case rows == 4 && z:
+		sgemmKernelS4x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 4:
 		sgemmKernelS4x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 6:
+	case rows == 6 && z:
+		sgemmKernelS6x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 6:
 		sgemmKernelS6x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 	default:
 		panic("gemm: bad strided tile")
@@ -66,12 +87,19 @@ func stridedAVX2F64(rows, cols, kc int, a []float64, lda int, b, c []float64, ld
 	if cols != 8 {
 		panic("gemm: bad strided tile")
 	}
-	switch rows {
-	case 2:
+	z := zmmNarrow()
+	switch {
+	case rows == 2 && z:
+		dgemmKernelS2x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 2:
 		dgemmKernelS2x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 4:
+	case rows == 4 && z:
+		dgemmKernelS4x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 4:
 		dgemmKernelS4x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 6:
+	case rows == 6 && z:
+		dgemmKernelS6x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 6:
 		dgemmKernelS6x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 	default:
 		panic("gemm: bad strided tile")
@@ -144,14 +172,22 @@ func checkRowsCall(rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
 
 func rowsAVX2F32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 16, len(c), ldc)
-	if sgemmKernelRows6x16(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	k := sgemmKernelRows6x16
+	if zmmNarrow() {
+		k = sgemmKernelRows6x16Z
+	}
+	if k(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }
 
 func rowsAVX2F64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 8, len(c), ldc)
-	if dgemmKernelRows6x8(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	k := dgemmKernelRows6x8
+	if zmmNarrow() {
+		k = dgemmKernelRows6x8Z
+	}
+	if k(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }

@@ -29,8 +29,11 @@
 //     twelve ZMM accumulators updated with VFMADD231PS/PD from broadcasts
 //     of A; edge tiles of any size are computed straight into C with
 //     masked loads and stores. Products no wider than an AVX2 tile (16
-//     float32 or 8 float64 columns) run the AVX2 kernels instead, at the
-//     same FMA rate without a half-empty tile.
+//     float32 or 8 float64 columns) run AVX2's tile shapes and blocking
+//     instead, on one ZMM register per row (the kernels named with a Z):
+//     AVX2's operations in AVX2's order, so AVX2's bits, with six
+//     accumulators of twice the width (1.5× AVX2's kernels measured on
+//     W1's input gradient, 16 channels).
 //   - avx2 (AVX2 and FMA3): 6×16 float32 and 6×8 float64 tiles, twelve YMM
 //     accumulators; packing A uses a 6×8 register transpose, packing B
 //     64-byte row copies (AVX-512 copies 128-byte rows).

@@ -39,10 +39,11 @@ const maxNR = 32
 
 // problemTier is the tier whose kernels compute a product with n columns:
 // the current tier, except that AVX-512 hands products no wider than an
-// AVX2 tile (16 float32 or 8 float64 columns) to the AVX2 kernels, which
-// run them at the same FMA rate without a half-empty tile (a convolution
-// with few channels). The choice depends on the shape only, so results
-// stay bit-identical for any thread count.
+// AVX2 tile (16 float32 or 8 float64 columns) to AVX2's tile shapes and
+// blocking, without a half-empty tile (a convolution with few channels);
+// on the AVX-512 tier their kernels run on ZMM registers (zmmNarrow) with
+// AVX2's bits. The choice depends on the shape only, so results stay
+// bit-identical for any thread count.
 func problemTier[T Float](n int) cpu.ISA {
 	var z T
 	nr := blocking64[cpu.AVX2].nr

@@ -396,3 +396,55 @@ func gatherSegs64F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int
 func gatherSegs64F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
 }
+
+// The AVX-512 kernels of AVX2's tile shapes (named with a Z).
+
+// sgemmKernel6x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernel6x16Z(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(6, 16, k, a, 6, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// dgemmKernel6x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernel6x8Z(k int, a, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(6, 8, k, a, 6, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// sgemmKernelS2x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS2x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(2, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// sgemmKernelS4x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS4x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(4, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// sgemmKernelS6x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS6x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(6, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// dgemmKernelS2x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS2x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(2, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// dgemmKernelS4x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS4x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(4, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// dgemmKernelS6x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS6x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(6, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// sgemmKernelRows6x16Z is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
+func sgemmKernelRows6x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRows(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelRows6x8Z is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
+func dgemmKernelRows6x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinRows(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}

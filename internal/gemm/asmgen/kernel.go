@@ -160,7 +160,7 @@ func prefetchA(g *gen) int {
 // step of k) and packed B (nr per step).
 func kernelPacked(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernel%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernel%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	g.fn(name, fmt.Sprintf("func(k int, a, b, c *%s, ldc int, alpha, beta %s)", t, t),
 		fmt.Sprintf("%s is the %s micro-kernel for %s: a %d×%d tile of C,", name, t, g.isa.name, s.rows, nr),
@@ -209,7 +209,7 @@ func kernelPacked(g *gen, s kernelShape) {
 // an A stored k×m (op(A) = Aᵀ) in place.
 func kernelStrided(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernelS%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernelS%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	sig := fmt.Sprintf("func(k int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s)", t, t, t)
 	if s.masked {
@@ -217,7 +217,7 @@ func kernelStrided(g *gen, s kernelShape) {
 	}
 	doc := []string{
 		fmt.Sprintf("%s computes rows 0..%d of a 6×%d tile (%s, %s),", name, s.rows-1, nr, t, g.isa.name),
-		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d.", g.prefix(), nr),
+		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d%s.", g.prefix(), nr, g.tag),
 	}
 	if s.masked {
 		doc = append(doc, "Only the columns whose bit is set in mask (bit j: column j) are",
@@ -274,13 +274,13 @@ func kernelStrided(g *gen, s kernelShape) {
 // writing C.
 func kernelRows(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernelRows%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
 		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place:", name, s.rows, nr, t, g.isa.name),
 		"for segment t < nseg, row i of A is seglen elements at",
 		"a[offs[t*ldo+i]+start], or the zero buffer when that offset is negative.",
-		fmt.Sprintf("B is packed (%d per step of k, nseg*seglen steps), C as in %sgemmKernel6x%d.", nr, g.prefix(), nr),
+		fmt.Sprintf("B is packed (%d per step of k, nseg*seglen steps), C as in %sgemmKernel6x%d%s.", nr, g.prefix(), nr, g.tag),
 		"At the first offset greater than limit it returns bad = true without",
 		"writing C.")
 	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13}
