@@ -157,13 +157,18 @@ var (
 	zero64 [zeroLen]float64
 )
 
-// checkRowsCall checks the bounds the Rows kernels rely on; the kernel
-// itself checks every offset against len(data)-seg, the block lying
-// within a segment of length seg.
+// checkRowsCall checks the bounds the Rows kernels of an mr-row tile rely
+// on; the kernel itself checks every offset against len(data)-seg, the
+// block lying within a segment of length seg.
 func checkRowsCall(rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
-	_ = offs[(rk.nseg-1)*ld+mr-1]
+	checkRowsTile(mr, rk, offs, ld, seg, nb, nr, nc, ldc)
+}
+
+// checkRowsTile is checkRowsCall for a tile of rows rows.
+func checkRowsTile(rows int, rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
+	_ = offs[(rk.nseg-1)*ld+rows-1]
 	if rk.seglen > zeroLen || rk.nseg < 1 || rk.seglen < 1 || rk.start < 0 || rk.start+rk.seglen > seg ||
-		nb < rk.nseg*rk.seglen*nr || nc < (mr-1)*ldc+nr {
+		nb < rk.nseg*rk.seglen*nr || nc < (rows-1)*ldc+nr || ld < rows {
 		panic("gemm: bad rows block")
 	}
 }
@@ -202,6 +207,24 @@ func rowsAVX512F32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, l
 func rowsAVX512F64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 16, len(c), ldc)
 	if dgemmKernelRows6x16(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+// The in-place Rows A kernels of two AVX2 tiles stacked, on ZMM registers
+// (rowsKernelFunc for a 2·mr×nr tile): the AVX-512 tier's products no
+// wider than an AVX2 tile.
+
+func rowsTallF32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
+	checkRowsTile(2*mr, rk, offs, ld, seg, len(b), 16, len(c), ldc)
+	if sgemmKernelRows12x16Z(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
+	checkRowsTile(2*mr, rk, offs, ld, seg, len(b), 8, len(c), ldc)
+	if dgemmKernelRows12x8Z(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }

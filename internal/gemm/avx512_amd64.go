@@ -225,6 +225,15 @@ func sgemmKernelS6x16Z(k int, a *float32, lda int, b *float32, c *float32, ldc i
 //go:noescape
 func sgemmKernelRows6x16Z(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
 
+// sgemmKernelRows12x16Z is the 12×16 float32 micro-kernel (AVX-512) with A read in place,
+// as sgemmKernelRows6x16Z for 12 rows: row i of A in segment t is
+// seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that
+// offset is negative. At the first offset greater than limit it returns
+// bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelRows12x16Z(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
 // dgemmKernel6x8Z is the float64 micro-kernel for AVX-512: a 6×8 tile of C,
 // c[i*ldc+j] = alpha*Σ_p a[p*6+i]*b[p*8+j] + beta*c[i*ldc+j], summed over
 // p = 0..k-1 in order with fused multiply-adds (k >= 1). beta == ±0
@@ -263,3 +272,12 @@ func dgemmKernelS6x8Z(k int, a *float64, lda int, b *float64, c *float64, ldc in
 //
 //go:noescape
 func dgemmKernelRows6x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// dgemmKernelRows12x8Z is the 12×8 float64 micro-kernel (AVX-512) with A read in place,
+// as dgemmKernelRows6x8Z for 12 rows: row i of A in segment t is
+// seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that
+// offset is negative. At the first offset greater than limit it returns
+// bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelRows12x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)

@@ -121,6 +121,7 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 		pr.planRowsK()
 		if inPlaceRows {
 			pr.kernRows = rowsKernel[T](isa)
+			pr.kernRowsTall = rowsKernelTall[T](isa)
 		}
 	}
 	if isa > cpu.Go {

@@ -125,3 +125,18 @@ func rowsKernel[T Float](isa cpu.ISA) rowsKernelFunc[T] {
 	}
 	return nil
 }
+
+// rowsKernelTall returns tier isa's kernel reading a Rows A in place for
+// two mr-row tiles stacked, or nil where there is none: the AVX2 tile
+// shapes on ZMM registers (zmmNarrow), whose Rows kernel of six rows
+// keeps only six accumulators. It gives the bits of rowsKernel(isa).
+func rowsKernelTall[T Float](isa cpu.ISA) rowsKernelFunc[T] {
+	if isa != cpu.AVX2 || !zmmNarrow() || rowsKernel[T](isa) == nil {
+		return nil
+	}
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(rowsKernelFunc[float32](rowsTallF32)).(rowsKernelFunc[T])
+	}
+	return any(rowsKernelFunc[float64](rowsTallF64)).(rowsKernelFunc[T])
+}

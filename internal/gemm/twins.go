@@ -448,3 +448,30 @@ func sgemmKernelRows6x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero, 
 func dgemmKernelRows6x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinRows(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
+
+// twinRowsTall is twinRows for two tiles stacked (rows 0..5 at offs and
+// c, rows 6..11 at offs+6 and c+6·ldc); it returns true, writing nothing,
+// at an offset past limit.
+func twinRowsTall[T Float](nr, nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *T, ldc int, alpha, beta T, limit int) bool {
+	os := unsafe.Slice(offs, (nseg-1)*ldo+2*mr)
+	for t := range nseg {
+		for i := range 2 * mr {
+			if os[t*ldo+i] > limit {
+				return true
+			}
+		}
+	}
+	cs := unsafe.Slice(c, (2*mr-1)*ldc+nr)
+	twinRows(nr, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+	return twinRows(nr, nseg, seglen, start, &os[mr], ldo, a, zero, b, &cs[mr*ldc], ldc, alpha, beta, limit)
+}
+
+// sgemmKernelRows12x16Z is the Go twin of the assembly routine: the Rows kernel loop of twinRowsTall.
+func sgemmKernelRows12x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRowsTall(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelRows12x8Z is the Go twin of the assembly routine: the Rows kernel loop of twinRowsTall.
+func dgemmKernelRows12x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinRowsTall(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}

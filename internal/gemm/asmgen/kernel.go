@@ -27,8 +27,12 @@ type kernelShape struct {
 }
 
 func (s kernelShape) acc(g *gen, i, v int) reg.VecPhysical { return g.v(i*s.nv + v) }
-func (s kernelShape) bvec(g *gen, v int) reg.VecPhysical   { return g.v(6*s.nv + v) }
-func (s kernelShape) tmp(g *gen, t int) reg.VecPhysical    { return g.v(7*s.nv + t) }
+func (s kernelShape) bvec(g *gen, v int) reg.VecPhysical   { return g.v(s.top()*s.nv + v) }
+func (s kernelShape) tmp(g *gen, t int) reg.VecPhysical    { return g.v((s.top()+1)*s.nv + t) }
+
+// top is the number of accumulator rows the register layout reserves: 6,
+// or the rows of a taller tile.
+func (s kernelShape) top() int { return max(6, s.rows) }
 
 // nr is the tile's number of columns.
 func (s kernelShape) nr(g *gen) int { return s.nv * g.lanes() }
@@ -341,6 +345,121 @@ func kernelRows(g *gen, s kernelShape) {
 	g.Load(g.Param("ldo"), reg.RCX)
 	g.LEAQ(memi(reg.RSI, reg.RCX, 8, 0), reg.RSI)
 	g.DECQ(reg.RDI)
+	g.JNZ(lbl("seg"))
+
+	g.Label("store")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
+
+// kernelRowsTall writes the Rows kernel of a tile of s.rows (more than 6,
+// two 6-row tiles stacked) by one vector per row, with A read in place as
+// for kernelRows. With twelve row pointers there are not enough general
+// registers for kernelRows' bookkeeping, so rows are addressed as a moving
+// base (CX: a + (start+p)·size) plus each row's element offset scaled by
+// the element size (a zero segment's offset points the row at the zero
+// buffer), B's end marks the end of a segment's loop, and the segment
+// state lives in the frame. Every element gets kernelRows' operations in
+// the same order.
+func kernelRowsTall(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, g.tag)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
+		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place,", name, s.rows, nr, t, g.isa.name),
+		fmt.Sprintf("as %sgemmKernelRows6x%d%s for %d rows: row i of A in segment t is", g.prefix(), nr, g.tag, s.rows),
+		"seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that",
+		"offset is negative. At the first offset greater than limit it returns",
+		"bad = true without writing C.")
+	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13, reg.R14, reg.R15, reg.RSI, reg.RDI, reg.RDX, reg.RAX}
+	if s.rows > len(rowRegs) {
+		panic("asmgen: too many rows")
+	}
+	// Frame: the offsets of the current segment, the segments left, the
+	// zero buffer's offset from A's base, A's base, and B's end of the
+	// 4-step loop and of the segment.
+	frame := g.AllocLocal(48)
+	at := func(i int) operand.Mem { m := frame; m.Disp += 8 * i; return m }
+	offsCur, segsLeft, zoff, abase, b4end, bend := at(0), at(1), at(2), at(3), at(4), at(5)
+
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	g.Comment("Bring the C tile towards L1 while the loop runs.")
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("nseg"), reg.RAX)
+	g.TESTQ(reg.RAX, reg.RAX)
+	g.JZ(lbl("store"))
+	g.MOVQ(reg.RAX, segsLeft)
+	g.Load(g.Param("offs"), reg.RAX)
+	g.MOVQ(reg.RAX, offsCur)
+	g.Comment("A's base: a + start; the zero buffer's offset from it, in elements.")
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("start"), reg.RDX)
+	g.LEAQ(memi(reg.RAX, reg.RDX, uint8(g.size), 0), reg.RAX)
+	g.MOVQ(reg.RAX, abase)
+	g.Load(g.Param("zero"), reg.RDX)
+	g.SUBQ(reg.RAX, reg.RDX)
+	if g.size == 4 {
+		g.SARQ(imm(2), reg.RDX)
+	} else {
+		g.SARQ(imm(3), reg.RDX)
+	}
+	g.MOVQ(reg.RDX, zoff)
+	g.Load(g.Param("b"), reg.RBX)
+
+	bstep := s.rowBytes(g)
+	g.Label("seg")
+	g.Comment("Row offsets: the segment's, or the zero buffer's for a negative one.")
+	g.MOVQ(offsCur, reg.RCX)
+	for i, r := range rowRegs[:s.rows] {
+		g.MOVQ(mem(reg.RCX, 8*i), r)
+		g.CMPQ(r, g.arg("limit"))
+		g.JGT(lbl("bad"))
+		g.TESTQ(r, r)
+		g.CMOVQLT(zoff, r)
+	}
+	g.Comment("B's ends: of the 4-step loop and of the segment.")
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.SHRQ(imm(2), reg.RCX)
+	g.IMUL3Q(imm(4*bstep), reg.RCX, reg.RCX)
+	g.ADDQ(reg.RBX, reg.RCX)
+	g.MOVQ(reg.RCX, b4end)
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.ANDQ(imm(3), reg.RCX)
+	g.IMUL3Q(imm(bstep), reg.RCX, reg.RCX)
+	g.ADDQ(b4end, reg.RCX)
+	g.MOVQ(reg.RCX, bend)
+	g.MOVQ(abase, reg.RCX)
+	a := func(u int) func(i int) operand.Mem {
+		return func(i int) operand.Mem { return memi(reg.RCX, rowRegs[i], uint8(g.size), u*g.size) }
+	}
+	g.Label("loop4")
+	g.CMPQ(reg.RBX, b4end)
+	g.JAE(lbl("tail"))
+	for u := range 4 {
+		s.step(g, u*bstep, a(u))
+	}
+	g.ADDQ(imm(4*g.size), reg.RCX)
+	g.ADDQ(imm(4*bstep), reg.RBX)
+	g.JMP(lbl("loop4"))
+	g.Label("tail")
+	g.CMPQ(reg.RBX, bend)
+	g.JAE(lbl("next"))
+	s.step(g, 0, a(0))
+	g.ADDQ(imm(g.size), reg.RCX)
+	g.ADDQ(imm(bstep), reg.RBX)
+	g.JMP(lbl("tail"))
+	g.Label("next")
+	g.Load(g.Param("ldo"), reg.RCX)
+	g.SHLQ(imm(3), reg.RCX)
+	g.ADDQ(reg.RCX, offsCur)
+	g.DECQ(segsLeft)
 	g.JNZ(lbl("seg"))
 
 	g.Label("store")

@@ -324,7 +324,8 @@ func genAVX512(g *gen) {
 	// rows) on one ZMM vector per row, named with a Z: for products no
 	// wider than an AVX2 tile. Every element gets AVX2's operations in
 	// AVX2's order, so they give AVX2's bits, at up to twice its FMA
-	// width (6 accumulators).
+	// width (6 accumulators); and a Rows kernel for two such tiles
+	// stacked (12 accumulators, the FMA units' full rate).
 	g.tag = "Z"
 	for _, size := range []int{4, 8} {
 		g.size = size
@@ -333,6 +334,7 @@ func genAVX512(g *gen) {
 			kernelStrided(g, kernelShape{rows: rows, nv: 1})
 		}
 		kernelRows(g, kernelShape{rows: 6, nv: 1})
+		kernelRowsTall(g, kernelShape{rows: 12, nv: 1})
 	}
 	g.tag = ""
 }
