@@ -3,6 +3,7 @@ package conv
 import (
 	"sync"
 
+	"github.com/tapegrad/tapegrad/internal/ewkern"
 	"github.com/tapegrad/tapegrad/internal/gemm"
 )
 
@@ -152,21 +153,13 @@ func col2im[T Float](g *Geom, col []T, grp, r0, r1 int, dx []T) {
 			if whole {
 				if qhi > qlo {
 					s := src[qlo*g.C : qhi*g.C]
-					d := xb[base+(x0+qlo)*g.C:]
-					d = d[:len(s)]
-					for t, v := range s {
-						d[t] += v
-					}
+					ewkern.AddTo(xb[base+(x0+qlo)*g.C:][:len(s)], s)
 				}
 				continue
 			}
 			for q := qlo; q < qhi; q++ {
-				s := src[q*g.CF : (q+1)*g.CF]
 				o := base + (x0+q*g.DW)*g.C
-				d := xb[o : o+g.CF]
-				for t, v := range s {
-					d[t] += v
-				}
+				ewkern.AddTo(xb[o:o+g.CF], src[q*g.CF:(q+1)*g.CF])
 			}
 		}
 		if j++; j == g.OW {
