@@ -229,6 +229,35 @@ func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc
 	}
 }
 
+// The AVX-512 kernels reading a stored Aᵀ and a Rows B in place
+// (srowsKernelFunc).
+
+func checkSRows(kc, na, lda, nOffs, seg, nc, ldc int) {
+	if kc < 1 || lda < srowsTile || na < (kc-1)*lda+srowsTile || nOffs < kc || seg > zeroLen || nc < (srowsTile-1)*ldc+seg {
+		panic("gemm: bad in-place tile")
+	}
+}
+
+func srowsF32(kc int, a []float32, lda int, offs []int, seg int, data, c []float32, ldc int, alpha, beta float32) {
+	checkSRows(kc, len(a), lda, len(offs), seg, len(c), ldc)
+	if seg != 16 {
+		panic("gemm: bad in-place tile")
+	}
+	if sgemmKernelSR16x16(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero32[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+func srowsF64(kc int, a []float64, lda int, offs []int, seg int, data, c []float64, ldc int, alpha, beta float64) {
+	checkSRows(kc, len(a), lda, len(offs), seg, len(c), ldc)
+	if seg != 8 {
+		panic("gemm: bad in-place tile")
+	}
+	if dgemmKernelSR16x8(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero64[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
 // packRows6Asm packs the first columns of six rows of A, starting at
 // a[base] with row stride lda, into d (d[p*6+i] = a[base+i*lda+p]) with the
 // assembly routines, and returns how many of the kc columns it packed.

@@ -93,12 +93,23 @@ func checkRows[T Float](name string, rows, cols int, r Rows[T]) {
 	}
 }
 
-// inPlaceRows lets the assembly kernel read a Rows A in place, and
+// srowsKernelFunc computes a srowsTile×seg tile of C with A at a stride
+// (row i of step p at a[p*lda+i]) and B's row p the seg elements at
+// data[offs[p]] (zeros for a negative offset), for p < kc, as
+// stridedKernelFunc does from a packed B.
+type srowsKernelFunc[T Float] func(kc int, a []T, lda int, offs []int, seg int, data, c []T, ldc int, alpha, beta T)
+
+// srowsTile is the rows of srowsKernelFunc's tile.
+const srowsTile = 16
+
+// inPlaceRows lets the assembly kernel read a Rows A in place,
 // inPlaceTransA lets the strided kernels read a stored Aᵀ in place next to
-// a Rows B; tests turn them off to compare with packing.
+// a Rows B, and inPlaceBoth lets a kernel read that Rows B in place too
+// (bothInPlaceKernel); tests turn them off to compare with packing.
 var (
 	inPlaceRows   = true
 	inPlaceTransA = true
+	inPlaceBoth   = true
 )
 
 // gemmRows runs a problem with a Rows operand.
@@ -131,7 +142,53 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 		// instead of packing them.
 		pr.inPlaceA = pr.rb.Map != nil && pr.transA && m <= pr.blk.mc && pr.kernS != nil && inPlaceTransA
 	}
-	stateOf[T](ws).solve(pr, threads)
+	st := stateOf[T](ws)
+	if kern := bothInPlaceKernel[T](pr, isa, threads); kern != nil {
+		pr.bothInPlace(st.slots(1)[0], kern)
+		return
+	}
+	st.solve(pr, threads)
+}
+
+// bothInPlaceKernel returns the kernel that reads both a stored Aᵀ and a
+// Rows B in place (srowsKernelFunc), or nil when pr does not suit it:
+// AVX-512, a Rows B whose segments are one vector (16 float32 or 8
+// float64: a convolution's filter gradient with that many input channels
+// per group), m a multiple of its 16 rows, and one thread (the grid would
+// give one cell; the filter gradient runs its chunks' GEMMs on one thread
+// each).
+func bothInPlaceKernel[T Float](pr *problem[T], isa cpu.ISA, threads int) srowsKernelFunc[T] {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if isa != cpu.AVX512 || pr.rb.Map == nil || !pr.transA || !inPlaceTransA || !inPlaceBoth || pr.rb.Seg*size != 64 || pr.m%srowsTile != 0 {
+		return nil
+	}
+	if tm, tn := grid(pr.m, pr.n, pr.k, threads, pr.blk); tm*tn > 1 {
+		return nil
+	}
+	return srowsKernel[T]()
+}
+
+// bothInPlace computes C with kern, tile by tile (srowsTile rows by one
+// segment of columns), k block by k block in order: for every element the
+// operations of the packed path (each k block's chain of fused
+// multiply-adds, then alpha and the previous blocks' sum as beta), so the
+// same bits.
+func (pr *problem[T]) bothInPlace(buf *buffers[T], kern srowsKernelFunc[T]) {
+	seg := pr.rb.Seg
+	nseg := pr.n / seg
+	for pc := 0; pc < pr.k; {
+		kc := pr.kblock(pc)
+		offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, nseg)
+		beta := pr.betaAt(pc)
+		for i0 := 0; i0 < pr.m; i0 += srowsTile {
+			a := pr.a[pc*pr.lda+i0:]
+			for s := range nseg {
+				kern(kc, a, pr.lda, offs[s*ld:s*ld+kc], seg, pr.rb.Data, pr.c[i0*pr.ldc+s*seg:], pr.ldc, pr.alpha, beta)
+			}
+		}
+		pc += kc
+	}
 }
 
 // planRowsK blocks the inner dimension of a Rows A along its segments:

@@ -140,3 +140,13 @@ func rowsKernelTall[T Float](isa cpu.ISA) rowsKernelFunc[T] {
 	}
 	return any(rowsKernelFunc[float64](rowsTallF64)).(rowsKernelFunc[T])
 }
+
+// srowsKernel returns the AVX-512 kernel reading a stored Aᵀ and a Rows B
+// in place for T (see bothInPlaceKernel).
+func srowsKernel[T Float]() srowsKernelFunc[T] {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(srowsKernelFunc[float32](srowsF32)).(srowsKernelFunc[T])
+	}
+	return any(srowsKernelFunc[float64](srowsF64)).(srowsKernelFunc[T])
+}

@@ -475,3 +475,34 @@ func sgemmKernelRows12x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero,
 func dgemmKernelRows12x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinRowsTall(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
 }
+
+// twinSRows is the loop of the kernels reading a stored Aᵀ and a Rows B
+// in place: B's row p is data[offs[p]:][:nr], or zeros for a negative
+// offset; it returns true, writing nothing, at an offset past limit.
+func twinSRows[T Float](rows, nr, k int, a *T, lda int, offs *int, data, zero, c *T, ldc int, alpha, beta T, limit int) bool {
+	os := unsafe.Slice(offs, k)
+	b := make([]T, k*nr)
+	zs := unsafe.Slice(zero, nr)
+	for p, o := range os {
+		if o > limit {
+			return true
+		}
+		row := zs
+		if o >= 0 {
+			row = unsafe.Slice((*T)(unsafe.Add(unsafe.Pointer(data), uintptr(o)*unsafe.Sizeof(*data))), nr)
+		}
+		copy(b[p*nr:(p+1)*nr], row)
+	}
+	twinStrided(rows, nr, k, a, lda, &b[0], c, ldc, alpha, beta, colMask(nr))
+	return false
+}
+
+// sgemmKernelSR16x16 is the Go twin of the assembly routine: the loop of twinSRows.
+func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRows(16, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR16x8 is the Go twin of the assembly routine: the loop of twinSRows.
+func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRows(16, 8, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}

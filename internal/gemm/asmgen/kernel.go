@@ -470,3 +470,90 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	s.store(g, func() { g.MOVB(imm(0), bad) })
 	g.badExit(bad)
 }
+
+// kernelStridedRowsB writes the kernel of a tile of s.rows rows by one
+// vector of columns with both operands read in place: A at a stride, as
+// kernelStrided reads it (row i of step p at a[p*lda+i]), and B a Rows
+// operand's segment of one vector per step (row p at data[offs[p]], or the
+// zero buffer when that offset is negative; an offset greater than limit
+// returns bad = true without writing C). For a convolution's filter
+// gradient with 16 input channels per tap (A = dYᵀ, B = im2col(x)) it
+// needs no packing at all. The products use A's elements as embedded
+// broadcasts; every element gets kernelStrided's operations in the same
+// order (a chain of fused multiply-adds over p, then the alpha/beta
+// epilogue), so its bits.
+func kernelStridedRowsB(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelSR%dx%d", g.prefix(), s.rows, nr)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(k int, a *%s, lda int, offs *int, data, zero, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t, t),
+		fmt.Sprintf("%s computes a %d×%d tile (%s, %s) with A element (i, p) at", name, s.rows, nr, t, g.isa.name),
+		fmt.Sprintf("a[p*lda+i] and B's row p the %d elements at data[offs[p]], or the zero", nr),
+		"buffer when offs[p] is negative, for p < k (k >= 1): as",
+		fmt.Sprintf("%sgemmKernelS6x%d computes its tile, element by element. At the first", g.prefix(), nr),
+		"offset greater than limit it returns bad = true without writing C.")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("lda"), reg.R10)
+	g.shlSize(reg.R10)
+	g.Load(g.Param("offs"), reg.RSI)
+	g.Load(g.Param("data"), reg.R11)
+	g.Load(g.Param("zero"), reg.R12)
+	g.Load(g.Param("limit"), reg.R13)
+	// B's row p: R8 (and R9 for p+1) = data + offs[p], or the zero buffer.
+	brow := func(o int, r reg.Register) {
+		g.MOVQ(mem(reg.RSI, 8*o), r)
+		g.CMPQ(r, reg.R13)
+		g.JGT(lbl("bad"))
+		g.TESTQ(r, r)
+		g.LEAQ(memi(reg.R11, r, uint8(g.size), 0), r)
+		g.CMOVQLT(reg.R12, r)
+	}
+	fmas := func(bv reg.VecPhysical, a operand.Mem) {
+		for i := range s.rows {
+			m := a
+			m.Disp += i * g.size
+			if g.size == 4 {
+				g.VFMADD231PS_BCST(m, bv, s.acc(g, i, 0))
+			} else {
+				g.VFMADD231PD_BCST(m, bv, s.acc(g, i, 0))
+			}
+		}
+	}
+	b0, b1 := s.bvec(g, 0), s.tmp(g, 0)
+	g.Comment("Two steps per iteration: both B rows' addresses first.")
+	g.MOVQ(reg.RCX, reg.R9)
+	g.SHRQ(imm(1), reg.R9)
+	g.JZ(lbl("tail"))
+	g.MOVQ(reg.R9, reg.R14)
+	g.Label("loop2")
+	brow(0, reg.R8)
+	brow(1, reg.R9)
+	g.vmov(mem(reg.R8, 0), b0)
+	g.vmov(mem(reg.R9, 0), b1)
+	fmas(b0, mem(reg.RAX, 0))
+	g.ADDQ(reg.R10, reg.RAX)
+	fmas(b1, mem(reg.RAX, 0))
+	g.ADDQ(reg.R10, reg.RAX)
+	g.ADDQ(imm(16), reg.RSI)
+	g.DECQ(reg.R14)
+	g.JNZ(lbl("loop2"))
+	g.Label("tail")
+	g.ANDQ(imm(1), reg.RCX)
+	g.JZ(lbl("done"))
+	brow(0, reg.R8)
+	g.vmov(mem(reg.R8, 0), b0)
+	fmas(b0, mem(reg.RAX, 0))
+	g.Label("done")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
