@@ -232,28 +232,30 @@ func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc
 // The AVX-512 kernels reading a stored Aᵀ and a Rows B in place
 // (srowsKernelFunc).
 
-func checkSRows(kc, na, lda, nOffs, seg, nc, ldc int) {
-	if kc < 1 || lda < srowsTile || na < (kc-1)*lda+srowsTile || nOffs < kc || seg > zeroLen || nc < (srowsTile-1)*ldc+seg {
+func checkSRows(kc, na, lda, nOffs, seg, size, nc, ldc int) int {
+	rows := srowsRows(seg * size)
+	if rows == 0 || kc < 1 || lda < rows || na < (kc-1)*lda+rows || nOffs < kc || seg > zeroLen || nc < (rows-1)*ldc+seg {
 		panic("gemm: bad in-place tile")
 	}
+	return rows
 }
 
 func srowsF32(kc int, a []float32, lda int, offs []int, seg int, data, c []float32, ldc int, alpha, beta float32) {
-	checkSRows(kc, len(a), lda, len(offs), seg, len(c), ldc)
-	if seg != 16 {
-		panic("gemm: bad in-place tile")
+	k := sgemmKernelSR16x16
+	if checkSRows(kc, len(a), lda, len(offs), seg, 4, len(c), ldc) == 8 {
+		k = sgemmKernelSR8x32
 	}
-	if sgemmKernelSR16x16(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero32[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero32[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }
 
 func srowsF64(kc int, a []float64, lda int, offs []int, seg int, data, c []float64, ldc int, alpha, beta float64) {
-	checkSRows(kc, len(a), lda, len(offs), seg, len(c), ldc)
-	if seg != 8 {
-		panic("gemm: bad in-place tile")
+	k := dgemmKernelSR16x8
+	if checkSRows(kc, len(a), lda, len(offs), seg, 8, len(c), ldc) == 8 {
+		k = dgemmKernelSR8x16
 	}
-	if dgemmKernelSR16x8(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero64[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero64[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/tapegrad/tapegrad/internal/cpu"
 )
 
-// TestBothInPlaceMatchesPacked checks that the AVX-512 kernel reading a
-// stored Aᵀ and a Rows B of one-vector segments in place (a filter
-// gradient's GEMM) gives the bits of the path that gathers B into packed
-// panels, and the float64 loop's values: m a multiple of its 16 rows,
+// TestBothInPlaceMatchesPacked checks that the AVX-512 kernels reading a
+// stored Aᵀ and a Rows B of one- or two-vector segments in place (a filter
+// gradient's GEMM) give the bits of the path that gathers B into packed
+// panels, and the float64 loop's values: m a multiple of the tile's rows,
 // segments with negative (zero) offsets, k across several k blocks
 // (default and tiny blocking), every beta kind.
 func TestBothInPlaceMatchesPacked(t *testing.T) {
@@ -24,11 +24,12 @@ func TestBothInPlaceMatchesPacked(t *testing.T) {
 	withTier(cpu.AVX512, func() {
 		for _, blocks := range []string{"default", "small"} {
 			body := func() {
-				for ci, s := range []struct{ m, nseg, k int }{{16, 1, 1}, {16, 9, 300}, {32, 9, 4096}, {48, 3, 77}, {32, 2, 513}} {
+				for ci, s := range []struct{ m, nseg, k, vecs int }{{16, 1, 1, 1}, {16, 9, 300, 1}, {32, 9, 4096, 1}, {48, 3, 77, 1}, {32, 2, 513, 1},
+					{8, 1, 1, 2}, {8, 9, 300, 2}, {64, 9, 1000, 2}, {24, 3, 77, 2}} {
 					for _, f64 := range []bool{false, true} {
-						seg := 16
+						seg := 16 * s.vecs
 						if f64 {
-							seg = 8
+							seg = 8 * s.vecs
 						}
 						tc, rc := rowsGemmCase(rng, "B", true, s.m, s.nseg*seg, s.k, s.nseg, seg, betas[ci%3])
 						tc.cNaN = tc.beta == 0

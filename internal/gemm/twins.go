@@ -506,3 +506,13 @@ func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data, zero, c *fl
 func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinSRows(16, 8, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
 }
+
+// sgemmKernelSR8x32 is the Go twin of the assembly routine: the loop of twinSRows.
+func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRows(8, 32, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR8x16 is the Go twin of the assembly routine: the loop of twinSRows.
+func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRows(8, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}

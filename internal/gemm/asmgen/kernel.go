@@ -471,17 +471,17 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.badExit(bad)
 }
 
-// kernelStridedRowsB writes the kernel of a tile of s.rows rows by one
-// vector of columns with both operands read in place: A at a stride, as
+// kernelStridedRowsB writes the kernel of a tile of s.rows rows by s.nv
+// vectors of columns with both operands read in place: A at a stride, as
 // kernelStrided reads it (row i of step p at a[p*lda+i]), and B a Rows
-// operand's segment of one vector per step (row p at data[offs[p]], or the
-// zero buffer when that offset is negative; an offset greater than limit
-// returns bad = true without writing C). For a convolution's filter
-// gradient with 16 input channels per tap (A = dYᵀ, B = im2col(x)) it
-// needs no packing at all. The products use A's elements as embedded
-// broadcasts; every element gets kernelStrided's operations in the same
-// order (a chain of fused multiply-adds over p, then the alpha/beta
-// epilogue), so its bits.
+// operand's segment of s.nv vectors per step (row p at data[offs[p]], or
+// the zero buffer when that offset is negative; an offset greater than
+// limit returns bad = true without writing C). For a convolution's filter
+// gradient with 16 or 32 input channels per tap (A = dYᵀ, B = im2col(x))
+// it needs no packing at all. With one vector per row the products use
+// A's elements as embedded broadcasts; every element gets kernelStrided's
+// operations in the same order (a chain of fused multiply-adds over p,
+// then the alpha/beta epilogue), so its bits.
 func kernelStridedRowsB(g *gen, s kernelShape) {
 	nr := s.nr(g)
 	name := fmt.Sprintf("%sgemmKernelSR%dx%d", g.prefix(), s.rows, nr)
@@ -514,18 +514,37 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 		g.LEAQ(memi(reg.R11, r, uint8(g.size), 0), r)
 		g.CMOVQLT(reg.R12, r)
 	}
-	fmas := func(bv reg.VecPhysical, a operand.Mem) {
+	// Registers past the accumulators: B's row for each of two steps
+	// (nv vectors each), then two broadcast temporaries.
+	base := s.top() * s.nv
+	bvec := func(u, v int) reg.VecPhysical { return g.v(base + u*s.nv + v) }
+	// fmas multiplies step u's B row by A's row at a: one embedded
+	// broadcast per product with one vector per row, else each element
+	// broadcast once for its row's vectors.
+	fmas := func(u int, a operand.Mem) {
 		for i := range s.rows {
 			m := a
 			m.Disp += i * g.size
-			if g.size == 4 {
-				g.VFMADD231PS_BCST(m, bv, s.acc(g, i, 0))
-			} else {
-				g.VFMADD231PD_BCST(m, bv, s.acc(g, i, 0))
+			if s.nv == 1 {
+				if g.size == 4 {
+					g.VFMADD231PS_BCST(m, bvec(u, 0), s.acc(g, i, 0))
+				} else {
+					g.VFMADD231PD_BCST(m, bvec(u, 0), s.acc(g, i, 0))
+				}
+				continue
+			}
+			t := g.v(base + 2*s.nv + i%2)
+			g.bcast(m, t)
+			for v := range s.nv {
+				g.fma(bvec(u, v), t, s.acc(g, i, v))
 			}
 		}
 	}
-	b0, b1 := s.bvec(g, 0), s.tmp(g, 0)
+	loadB := func(u int, r reg.Register) {
+		for v := range s.nv {
+			g.vmov(mem(r, v*g.isa.bytes), bvec(u, v))
+		}
+	}
 	g.Comment("Two steps per iteration: both B rows' addresses first.")
 	g.MOVQ(reg.RCX, reg.R9)
 	g.SHRQ(imm(1), reg.R9)
@@ -534,11 +553,11 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 	g.Label("loop2")
 	brow(0, reg.R8)
 	brow(1, reg.R9)
-	g.vmov(mem(reg.R8, 0), b0)
-	g.vmov(mem(reg.R9, 0), b1)
-	fmas(b0, mem(reg.RAX, 0))
+	loadB(0, reg.R8)
+	loadB(1, reg.R9)
+	fmas(0, mem(reg.RAX, 0))
 	g.ADDQ(reg.R10, reg.RAX)
-	fmas(b1, mem(reg.RAX, 0))
+	fmas(1, mem(reg.RAX, 0))
 	g.ADDQ(reg.R10, reg.RAX)
 	g.ADDQ(imm(16), reg.RSI)
 	g.DECQ(reg.R14)
@@ -547,8 +566,8 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 	g.ANDQ(imm(1), reg.RCX)
 	g.JZ(lbl("done"))
 	brow(0, reg.R8)
-	g.vmov(mem(reg.R8, 0), b0)
-	fmas(b0, mem(reg.RAX, 0))
+	loadB(0, reg.R8)
+	fmas(0, mem(reg.RAX, 0))
 	g.Label("done")
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)

@@ -337,11 +337,12 @@ func genAVX512(g *gen) {
 		kernelRowsTall(g, kernelShape{rows: 12, nv: 1})
 	}
 	g.tag = ""
-	// A tile of 16 rows by one vector with A at a stride and B a Rows
-	// operand, both read in place (sixteen accumulators).
+	// Tiles of 16 rows by one vector and 8 rows by two with A at a stride
+	// and B a Rows operand, both read in place (sixteen accumulators).
 	for _, size := range []int{4, 8} {
 		g.size = size
 		kernelStridedRowsB(g, kernelShape{rows: 16, nv: 1})
+		kernelStridedRowsB(g, kernelShape{rows: 8, nv: 2})
 	}
 }
 
