@@ -119,6 +119,55 @@ func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain,
 // previous pass left in the L3 cache) defeated the hardware prefetchers
 // and made W7 slower, without measurable L3 reuse.
 
+// variant selects the kernels of a row call from the size of the whole
+// tensor the call belongs to (storeVariant, sumsVariant), never from the
+// call's own rows, so that the choice does not depend on the thread
+// count (the kernels give the same bits anyway).
+type variant uint8
+
+const (
+	tierKernels   variant = iota // the tier's own (AVX-512 on that tier)
+	avx2Kernels                  // AVX2's on every tier
+	streamKernels                // AVX2's with non-temporal stores
+)
+
+// WideBytes is the tensor size from which the AVX-512 tier normalises and
+// computes the training gradient dx with AVX2's kernels (or the streaming
+// ones from StreamBytes), and SumsWideBytes the one from which it sums the
+// gradient's reductions with them. Measured on an AMD EPYC Zen 5, tiers
+// compared in one process (W7's 64 channels): the AVX-512 normalisation
+// and dx kernels, three or four 512-bit loads of the per-channel
+// parameters per vector from L1, ran at 1.0–1.1 of AVX2 at 1 MiB per
+// tensor and 0.85–0.88 at 8 MiB (the other operands from L3); the sums at
+// 1.14, 1.03 and 0.93 at 1, 8 and 25 MiB. The statistics' AVX-512 kernel,
+// level or faster at every size, always runs. Variables so that tests can
+// set them.
+var (
+	WideBytes     = 2 << 20
+	SumsWideBytes = 16 << 20
+)
+
+// storeVariant returns the kernels of the storing passes over out.
+func storeVariant[T Float](out []T) variant {
+	var z T
+	switch n := len(out) * int(unsafe.Sizeof(z)); {
+	case n >= StreamBytes:
+		return streamKernels
+	case n >= WideBytes:
+		return avx2Kernels
+	}
+	return tierKernels
+}
+
+// sumsVariant returns the kernels of the gradient's reductions over dy.
+func sumsVariant[T Float](dy []T) variant {
+	var z T
+	if len(dy)*int(unsafe.Sizeof(z)) >= SumsWideBytes {
+		return avx2Kernels
+	}
+	return tierKernels
+}
+
 // StreamBytes is the output size from which the elementwise passes
 // (Normalize, GradDx) of float32 channels-last tensors write with
 // non-temporal stores: half the 32 MiB L3 cache of the project's machine,
@@ -128,13 +177,6 @@ func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain,
 // smaller output is better left in the cache for the op that reads it
 // next. A variable so that tests can lower it.
 var StreamBytes = 16 << 20
-
-// stream reports whether an elementwise pass should write out with
-// non-temporal stores (StreamBytes).
-func stream[T Float](out []T) bool {
-	var z T
-	return len(out)*int(unsafe.Sizeof(z)) >= StreamBytes
-}
 
 // ---------------------------------------------------------------------------
 // Statistics and normalisation.
@@ -215,7 +257,7 @@ func statsSegs[T Float](r red, x, shift []T, i0, i1 int) {
 // caller). Outputs of StreamBytes and more of a channels-last layout are
 // written with non-temporal stores where the assembly serves them.
 func Normalize[T Float](y, x []T, l Layout, mu, k, beta []T, threads int) {
-	st := stream(y)
+	st := storeVariant(y)
 	rg, sg := unitGrains(l)
 	if l.Inner == 1 {
 		if serial(threads, l.Outer, rg) {
@@ -233,9 +275,9 @@ func Normalize[T Float](y, x []T, l Layout, mu, k, beta []T, threads int) {
 }
 
 // normChunk is Normalize on the rows [o0, o1) of a channels-last layout.
-func normChunk[T Float](l Layout, x, y, mu, k, beta []T, stream bool, o0, o1 int) {
+func normChunk[T Float](l Layout, x, y, mu, k, beta []T, v variant, o0, o1 int) {
 	C := l.C
-	normRows(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, stream)
+	normRows(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, v)
 }
 
 // normSegs is Normalize on the (outer, channel) segments [s0, s1) of a
@@ -263,10 +305,11 @@ func normSegs[T Float](l Layout, x, y, mu, k, beta []T, s0, s1 int) {
 func GradSums[T Float](s1, s2 []float64, dx, dy, x []T, l Layout, mean, k []T, part []float64, threads int) {
 	r := newRed(l, part)
 	if l.Inner == 1 {
+		v := sumsVariant(dy)
 		if serial(threads, r.chunks, 1) {
-			gradSumsChunks(r, dy, x, mean, dx, k, 0, r.chunks)
+			gradSumsChunks(r, dy, x, mean, dx, k, v, 0, r.chunks)
 		} else {
-			parallel.Blocks(threads, r.chunks, 1, func(k0, k1 int) { gradSumsChunks(r, dy, x, mean, dx, k, k0, k1) })
+			parallel.Blocks(threads, r.chunks, 1, func(k0, k1 int) { gradSumsChunks(r, dy, x, mean, dx, k, v, k0, k1) })
 		}
 	} else {
 		if items, grain := r.chunks*l.C, r.segGrain(); serial(threads, items, grain) {
@@ -279,12 +322,13 @@ func GradSums[T Float](s1, s2 []float64, dx, dy, x []T, l Layout, mean, k []T, p
 }
 
 // gradSumsChunks accumulates GradSums' partial sums of the chunks
-// [k0, k1) of a channels-last layout (and writes their dx).
-func gradSumsChunks[T Float](r red, dy, x, mean, dx, k []T, k0, k1 int) {
+// [k0, k1) of a channels-last layout (and writes their dx), with the
+// kernels v.
+func gradSumsChunks[T Float](r red, dy, x, mean, dx, k []T, v variant, k0, k1 int) {
 	C := r.l.C
 	for q := k0; q < k1; q++ {
 		o0, o1 := r.bounds(q)
-		gradSumsRows(dy[o0*C:o1*C], x[o0*C:o1*C], C, mean, r.p1[q*C:(q+1)*C], r.p2[q*C:(q+1)*C])
+		gradSumsRows(dy[o0*C:o1*C], x[o0*C:o1*C], C, mean, r.p1[q*C:(q+1)*C], r.p2[q*C:(q+1)*C], v)
 		if dx != nil {
 			scaleRows(dy[o0*C:o1*C], dx[o0*C:o1*C], C, k)
 		}
@@ -331,7 +375,7 @@ func gradSumsSegs[T Float](r red, dy, x, mean, dx, k []T, i0, i1 int) {
 // channel over the layout l, in the element type. Outputs of StreamBytes
 // and more are written as by Normalize.
 func GradDx[T Float](dx, dy, x []T, l Layout, a, mdy, b, m []T, threads int) {
-	st := stream(dx)
+	st := storeVariant(dx)
 	rg, sg := unitGrains(l)
 	if l.Inner == 1 {
 		if serial(threads, l.Outer, rg) {
@@ -349,9 +393,9 @@ func GradDx[T Float](dx, dy, x []T, l Layout, a, mdy, b, m []T, threads int) {
 }
 
 // gradDxChunk is GradDx on the rows [o0, o1) of a channels-last layout.
-func gradDxChunk[T Float](l Layout, dy, x, dx, A, mdy, B, m []T, stream bool, o0, o1 int) {
+func gradDxChunk[T Float](l Layout, dy, x, dx, A, mdy, B, m []T, v variant, o0, o1 int) {
 	C := l.C
-	gradDxRows(dy[o0*C:o1*C], x[o0*C:o1*C], dx[o0*C:o1*C], C, A, mdy, B, m, stream)
+	gradDxRows(dy[o0*C:o1*C], x[o0*C:o1*C], dx[o0*C:o1*C], C, A, mdy, B, m, v)
 }
 
 // gradDxSegs is GradDx on the (outer, channel) segments [s0, s1) of a

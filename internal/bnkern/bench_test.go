@@ -31,19 +31,19 @@ func BenchmarkKernels(b *testing.B) {
 			b.Run(fmt.Sprintf("GradSums/%s", name), func(b *testing.B) {
 				b.SetBytes(2 * n)
 				for range b.N {
-					gradSumsRows(dy, x, c, k, p1, p2)
+					gradSumsRows(dy, x, c, k, p1, p2, tierKernels)
 				}
 			})
 			b.Run(fmt.Sprintf("Norm/%s", name), func(b *testing.B) {
 				b.SetBytes(2 * n)
 				for range b.N {
-					normRows(x, y, c, k, k, k, false)
+					normRows(x, y, c, k, k, k, tierKernels)
 				}
 			})
 			b.Run(fmt.Sprintf("GradDx/%s", name), func(b *testing.B) {
 				b.SetBytes(3 * n)
 				for range b.N {
-					gradDxRows(dy, x, y, c, k, k, k, k, false)
+					gradDxRows(dy, x, y, c, k, k, k, k, tierKernels)
 				}
 			})
 		})

@@ -134,7 +134,10 @@ func statsRows[T Float](x []T, c int, k []T, p1, p2 []float64) {
 //
 // in groups of four rows (see the package comment); products are rounded
 // to the element type before they are added. x has dy's length.
-func gradSumsRows[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
+//
+// v selects the kernels (sumsVariant: tierKernels, or avx2Kernels for
+// tensors of SumsWideBytes and more).
+func gradSumsRows[T Float](dy, x []T, c int, m []T, p1, p2 []float64, v variant) {
 	rows := rowsOf("y_backprop", dy, c)
 	need("x", x, len(dy))
 	need("mean", m, c)
@@ -144,12 +147,13 @@ func gradSumsRows[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
 	if gf, ok := asm32(dy, c); ok && n4 > 0 {
 		xf, mf := f32(x), f32(m)
 		nb := c / Block
-		gradSums(&gf[0], &xf[0], &mf[0], &p1[0], &p2[0], n4, nb, 4*c)
+		wide := v == tierKernels
+		gradSums(&gf[0], &xf[0], &mf[0], &p1[0], &p2[0], n4, nb, 4*c, wide)
 		if t := c % Block; t != 0 {
 			var a, b [Block]float64
 			copy(a[:], p1[c-Block:c])
 			copy(b[:], p2[c-Block:c])
-			gradSums(&gf[c-Block], &xf[c-Block], &mf[c-Block], &a[0], &b[0], n4, 1, 4*c)
+			gradSums(&gf[c-Block], &xf[c-Block], &mf[c-Block], &a[0], &b[0], n4, 1, 4*c, wide)
 			copy(p1[c-t:c], a[Block-t:])
 			copy(p2[c-t:c], b[Block-t:])
 		}
@@ -164,11 +168,11 @@ func gradSumsRows[T Float](dy, x []T, c int, m []T, p1, p2 []float64) {
 //	y[r·c+ch] = (x[r·c+ch] − mu[ch])·k[ch] + beta[ch]
 //
 // with the product rounded before the addition. y has x's length and
-// must not overlap it. With stream set, the assembly writes y with
-// non-temporal stores when c is a multiple of 8 and y is 32-byte aligned
-// (for outputs much larger than the caches, which are not read again
-// soon).
-func normRows[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
+// must not overlap it. v selects the kernels (storeVariant): the tier's,
+// AVX2's, or AVX2's with non-temporal stores of y when c is a multiple of
+// 8 and y is 32-byte aligned (for outputs much larger than the caches,
+// which are not read again soon).
+func normRows[T Float](x, y []T, c int, mu, k, beta []T, v variant) {
 	rows := rowsOf("x", x, c)
 	need("y", y, len(x))
 	need("mean", mu, c)
@@ -177,14 +181,15 @@ func normRows[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
 	if xf, ok := asm32(x, c); ok && rows > 0 {
 		yf, muf, kf, bf := f32(y), f32(mu), f32(k), f32(beta)
 		nb := c / Block
-		if stream && streamable(yf, c) {
+		if v == streamKernels && streamable(yf, c) {
 			normNT(&xf[0], &yf[0], &muf[0], &kf[0], &bf[0], rows, nb, 4*c)
 			return
 		}
-		norm(&xf[0], &yf[0], &muf[0], &kf[0], &bf[0], rows, nb, 4*c)
+		wide := v == tierKernels
+		norm(&xf[0], &yf[0], &muf[0], &kf[0], &bf[0], rows, nb, 4*c, wide)
 		if c%Block != 0 {
 			o := c - Block
-			norm(&xf[o], &yf[o], &muf[o], &kf[o], &bf[o], rows, 1, 4*c)
+			norm(&xf[o], &yf[o], &muf[o], &kf[o], &bf[o], rows, 1, 4*c, wide)
 		}
 		return
 	}
@@ -196,8 +201,8 @@ func normRows[T Float](x, y []T, c int, mu, k, beta []T, stream bool) {
 //	dx[r·c+ch] = a[ch]·(dy[r·c+ch] − mdy[ch]) − b[ch]·(x[r·c+ch] − m[ch])
 //
 // with both products rounded before the subtraction. x and dx have dy's
-// length; dx must not overlap dy or x. stream is as for normRows.
-func gradDxRows[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, stream bool) {
+// length; dx must not overlap dy or x. v is as for normRows.
+func gradDxRows[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, v variant) {
 	rows := rowsOf("y_backprop", dy, c)
 	need("x", x, len(dy))
 	need("x_backprop", dx, len(dy))
@@ -209,14 +214,15 @@ func gradDxRows[T Float](dy, x, dx []T, c int, a, mdy, b, m []T, stream bool) {
 		xf, df := f32(x), f32(dx)
 		af, mdf, bf, mf := f32(a), f32(mdy), f32(b), f32(m)
 		nb := c / Block
-		if stream && streamable(df, c) {
+		if v == streamKernels && streamable(df, c) {
 			gradDxNT(&gf[0], &xf[0], &df[0], &af[0], &mdf[0], &bf[0], &mf[0], rows, nb, 4*c)
 			return
 		}
-		gradDx(&gf[0], &xf[0], &df[0], &af[0], &mdf[0], &bf[0], &mf[0], rows, nb, 4*c)
+		wide := v == tierKernels
+		gradDx(&gf[0], &xf[0], &df[0], &af[0], &mdf[0], &bf[0], &mf[0], rows, nb, 4*c, wide)
 		if c%Block != 0 {
 			o := c - Block
-			gradDx(&gf[o], &xf[o], &df[o], &af[o], &mdf[o], &bf[o], &mf[o], rows, 1, 4*c)
+			gradDx(&gf[o], &xf[o], &df[o], &af[o], &mdf[o], &bf[o], &mf[o], rows, 1, 4*c, wide)
 		}
 		return
 	}

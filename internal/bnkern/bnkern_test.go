@@ -130,14 +130,17 @@ func TestReducingKernels(t *testing.T) {
 			name := fmt.Sprintf("rows %d c %d skew %d", sh.rows, c, skew)
 			var ref [2][]float64
 			for _, asm := range modes() {
-				for _, kern := range []string{"Stats", "GradSums"} {
+				for _, kern := range []string{"Stats", "GradSums", "GradSumsAVX2"} {
 					p1, all1 := operand[float64](c, 0, func(i int) float64 { return init1[i] })
 					p2, all2 := operand[float64](c, 0, func(i int) float64 { return init2[i] })
 					withMode(asm, func() {
-						if kern == "Stats" {
+						switch kern {
+						case "Stats":
 							statsRows(x, c, k, p1, p2)
-						} else {
-							gradSumsRows(dy, x, c, k, p1, p2)
+						case "GradSums":
+							gradSumsRows(dy, x, c, k, p1, p2, tierKernels)
+						default:
+							gradSumsRows(dy, x, c, k, p1, p2, avx2Kernels)
 						}
 					})
 					checkGuards(t, name+" "+kern, p1, all1)
@@ -165,7 +168,7 @@ func TestReducingKernels(t *testing.T) {
 							t.Fatalf("%s %s asm=%v channel %d: got %v %v, want %v %v", name, kern, asm, ch, p1[ch], p2[ch], s1, s2)
 						}
 					}
-					if kern == "GradSums" {
+					if kern != "Stats" {
 						continue
 					}
 					if ref[0] == nil {
@@ -177,18 +180,20 @@ func TestReducingKernels(t *testing.T) {
 					}
 				}
 			}
-			// GradSums asm vs Go, exactly.
+			// GradSums asm (both variants) vs Go, exactly.
 			var gref [2][]float64
 			for _, asm := range modes() {
-				p1, p2 := append([]float64(nil), init1...), append([]float64(nil), init2...)
-				withMode(asm, func() { gradSumsRows(dy, x, c, k, p1, p2) })
-				if gref[0] == nil {
-					gref = [2][]float64{p1, p2}
-					continue
-				}
-				for j, p := range [][]float64{p1, p2} {
-					if i, ok := sameBits(gref[j], p); !ok {
-						t.Fatalf("%s GradSums output %d: asm %d = %v, Go %v", name, j, i, p[i], gref[j][i])
+				for _, v := range []variant{tierKernels, avx2Kernels} {
+					p1, p2 := append([]float64(nil), init1...), append([]float64(nil), init2...)
+					withMode(asm, func() { gradSumsRows(dy, x, c, k, p1, p2, v) })
+					if gref[0] == nil {
+						gref = [2][]float64{p1, p2}
+						continue
+					}
+					for j, p := range [][]float64{p1, p2} {
+						if i, ok := sameBits(gref[j], p); !ok {
+							t.Fatalf("%s GradSums output %d (variant %d): asm %d = %v, Go %v", name, j, v, i, p[i], gref[j][i])
+						}
 					}
 				}
 			}
@@ -200,7 +205,7 @@ func TestStoringKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
 	for _, sh := range shapes {
 		for _, skew := range []int{0, 1} {
-			for _, stream := range []bool{false, true} {
+			for _, stream := range []variant{tierKernels, avx2Kernels, streamKernels} {
 				n, c := sh.rows*sh.c, sh.c
 				x, _ := operand[float32](n, skew, gen(r, 3, 2))
 				dy, _ := operand[float32](n, 1-skew, gen(r, 0, 1))
@@ -208,7 +213,7 @@ func TestStoringKernels(t *testing.T) {
 				for i := range co {
 					co[i], _ = operand[float32](c, skew, gen(r, 1, 1))
 				}
-				name := fmt.Sprintf("rows %d c %d skew %d stream %v", sh.rows, c, skew, stream)
+				name := fmt.Sprintf("rows %d c %d skew %d variant %d", sh.rows, c, skew, stream)
 				type kern struct {
 					name string
 					run  func(out []float32)
@@ -260,7 +265,7 @@ func TestFloat64(t *testing.T) {
 	p1, p2 := make([]float64, c), make([]float64, c)
 	statsRows(x, c, k, p1, p2)
 	y := make([]float64, rows*c)
-	normRows(x, y, c, k, k, k, true)
+	normRows(x, y, c, k, k, k, streamKernels)
 	for ch := 0; ch < c; ch++ {
 		var s1, s2 float64
 		for row := 0; row < rows; row++ {
@@ -284,8 +289,8 @@ func TestBadArgumentsPanic(t *testing.T) {
 	}{
 		{"partial row", func() { statsRows(x, 3, make([]float32, 3), make([]float64, 3), make([]float64, 3)) }},
 		{"short shift", func() { statsRows(x, 5, make([]float32, 4), make([]float64, 5), make([]float64, 5)) }},
-		{"short output", func() { normRows(x, make([]float32, 9), 5, x, x, x, false) }},
-		{"short x", func() { gradDxRows(x, x[:5], x, 5, x, x, x, x, false) }},
+		{"short output", func() { normRows(x, make([]float32, 9), 5, x, x, x, tierKernels) }},
+		{"short x", func() { gradDxRows(x, x[:5], x, 5, x, x, x, x, tierKernels) }},
 		{"zero channels", func() { scaleRows(x, x, 0, x) }},
 	} {
 		func() {
@@ -307,9 +312,9 @@ func TestNoAllocations(t *testing.T) {
 	p1, p2 := make([]float64, c), make([]float64, c)
 	if n := testing.AllocsPerRun(20, func() {
 		statsRows(x, c, k, p1, p2)
-		gradSumsRows(x, x, c, k, p1, p2)
-		normRows(x, y, c, k, k, k, true)
-		gradDxRows(x, x, y, c, k, k, k, k, true)
+		gradSumsRows(x, x, c, k, p1, p2, tierKernels)
+		normRows(x, y, c, k, k, k, streamKernels)
+		gradDxRows(x, x, y, c, k, k, k, k, streamKernels)
 		scaleRows(x, y, c, k)
 	}); n != 0 {
 		t.Fatalf("%v allocations per call", n)

@@ -27,7 +27,9 @@ var useAsm = tier >= cpu.AVX2
 // start. The reducing kernels take n4 ≥ 1 groups of four rows, the
 // storing ones rows ≥ 1 rows. The reducing kernels prefetch their inputs
 // 4 KiB ahead (PFD). The NT variants need y (dx) and stride 32-byte
-// aligned and end with SFENCE.
+// aligned and end with SFENCE. gradSums, norm and gradDx run the AVX-512
+// tier's kernel only with wide set (the caller's variant: tensors below
+// WideBytes, SumsWideBytes), else AVX2's.
 
 // stats equals the Go twin of kernel_noasm.go: per group of four rows and
 // channel, d_i = x_i − k, p1 += float64((d0+d1)+(d2+d3)),
@@ -44,8 +46,8 @@ func stats(x, k *float32, p1, p2 *float64, n4, nb, stride int) {
 // and channel, p1 += float64((g0+g1)+(g2+g3)),
 // p2 += float64((g0·(x0−m)+g1·(x1−m))+(g2·(x2−m)+g3·(x3−m))) with every
 // product rounded to float32.
-func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int) {
-	if tier >= cpu.AVX512 {
+func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int, wide bool) {
+	if wide && tier >= cpu.AVX512 {
 		gradSumsAVX512(dy, x, m, p1, p2, n4, nb, stride)
 	} else {
 		gradSumsAVX2(dy, x, m, p1, p2, n4, nb, stride)
@@ -53,8 +55,8 @@ func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int) {
 }
 
 // norm equals the Go twin of kernel_noasm.go: y = float32((x−mu)·k) + beta.
-func norm(x, y, mu, k, beta *float32, rows, nb, stride int) {
-	if tier >= cpu.AVX512 {
+func norm(x, y, mu, k, beta *float32, rows, nb, stride int, wide bool) {
+	if wide && tier >= cpu.AVX512 {
 		normAVX512(x, y, mu, k, beta, rows, nb, stride)
 	} else {
 		normAVX2(x, y, mu, k, beta, rows, nb, stride)
@@ -68,8 +70,8 @@ func normNT(x, y, mu, k, beta *float32, rows, nb, stride int) {
 
 // gradDx equals the Go twin of kernel_noasm.go:
 // dx = float32(a·(dy−mdy)) − float32(b·(x−m)).
-func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int) {
-	if tier >= cpu.AVX512 {
+func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int, wide bool) {
+	if wide && tier >= cpu.AVX512 {
 		gradDxAVX512(dy, x, dx, a, mdy, b, m, rows, nb, stride)
 	} else {
 		gradDxAVX2(dy, x, dx, a, mdy, b, m, rows, nb, stride)

@@ -60,7 +60,7 @@ func stats(x, k *float32, p1, p2 *float64, n4, nb, stride int) {
 //
 //	p1[c] += float64((g0 + g1) + (g2 + g3))
 //	p2[c] += float64((float32(g0·(x0−m[c])) + float32(g1·(x1−m[c]))) + (float32(g2·(x2−m[c])) + float32(g3·(x3−m[c]))))
-func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int) {
+func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int, _ bool) {
 	w, s := nb*Block, stride/4
 	gs, xs := span(dy, 4*n4, w, stride), span(x, 4*n4, w, stride)
 	ms, a, b := unsafe.Slice(m, w), unsafe.Slice(p1, w), unsafe.Slice(p2, w)
@@ -79,7 +79,7 @@ func gradSums(dy, x, m *float32, p1, p2 *float64, n4, nb, stride int) {
 // norm is, per row r and channel c < nb·8,
 //
 //	y[r][c] = float32((x[r][c] − mu[c])·k[c]) + beta[c]
-func norm(x, y, mu, k, beta *float32, rows, nb, stride int) {
+func norm(x, y, mu, k, beta *float32, rows, nb, stride int, _ bool) {
 	w, s := nb*Block, stride/4
 	xs, ys := span(x, rows, w, stride), span(y, rows, w, stride)
 	ms, ks, bs := unsafe.Slice(mu, w), unsafe.Slice(k, w), unsafe.Slice(beta, w)
@@ -93,13 +93,13 @@ func norm(x, y, mu, k, beta *float32, rows, nb, stride int) {
 
 // normNT is norm (the assembly writes y with non-temporal stores).
 func normNT(x, y, mu, k, beta *float32, rows, nb, stride int) {
-	norm(x, y, mu, k, beta, rows, nb, stride)
+	norm(x, y, mu, k, beta, rows, nb, stride, false)
 }
 
 // gradDx is, per row r and channel c < nb·8,
 //
 //	dx[r][c] = float32(a[c]·(dy[r][c] − mdy[c])) − float32(b[c]·(x[r][c] − m[c]))
-func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int) {
+func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int, _ bool) {
 	w, s := nb*Block, stride/4
 	gs, xs, ds := span(dy, rows, w, stride), span(x, rows, w, stride), span(dx, rows, w, stride)
 	as, mds, bs, ms := unsafe.Slice(a, w), unsafe.Slice(mdy, w), unsafe.Slice(b, w), unsafe.Slice(m, w)
@@ -113,7 +113,7 @@ func gradDx(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int) {
 
 // gradDxNT is gradDx (the assembly writes dx with non-temporal stores).
 func gradDxNT(dy, x, dx, a, mdy, b, m *float32, rows, nb, stride int) {
-	gradDx(dy, x, dx, a, mdy, b, m, rows, nb, stride)
+	gradDx(dy, x, dx, a, mdy, b, m, rows, nb, stride, false)
 }
 
 // scale is, per row r and channel c < nb·8,

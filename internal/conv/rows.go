@@ -3,6 +3,7 @@ package conv
 import (
 	"sync"
 
+	"github.com/tapegrad/tapegrad/internal/ewkern"
 	"github.com/tapegrad/tapegrad/internal/gemm"
 )
 
@@ -80,6 +81,20 @@ func fillInts(s []int, v int) {
 	}
 }
 
+// fillSeq sets s[t] = v + t·step, four elements per iteration.
+func fillSeq(s []int, v, step int) {
+	t := 0
+	for ; t+4 <= len(s); t += 4 {
+		q := s[t : t+4 : t+4]
+		q[0], q[1], q[2], q[3] = v, v+step, v+2*step, v+3*step
+		v += 4 * step
+	}
+	for ; t < len(s); t++ {
+		s[t] = v
+		v += step
+	}
+}
+
 // resizeInts returns s with length n, reusing its storage when it can.
 func resizeInts(s []int, n int) []int {
 	if cap(s) < n {
@@ -109,11 +124,7 @@ func (m *rowsMap) Offsets(pos, n int, dst []int, ld int) {
 				lo := min(max(j, m.jlo[q]), j+l) - j
 				hi := max(min(j+l, m.jhi[q])-j, lo)
 				fillInts(row[:lo], -1)
-				v := b*m.img + y*m.rowLen + m.xoff[q] + (j+lo)*step
-				mid := row[lo:hi]
-				for t := range mid {
-					mid[t] = v + t*step
-				}
+				fillSeq(row[lo:hi], b*m.img+y*m.rowLen+m.xoff[q]+(j+lo)*step, step)
 				fillInts(row[hi:], -1)
 			}
 		}
@@ -152,21 +163,13 @@ func col2im[T Float](g *Geom, col []T, grp, r0, r1 int, dx []T) {
 			if whole {
 				if qhi > qlo {
 					s := src[qlo*g.C : qhi*g.C]
-					d := xb[base+(x0+qlo)*g.C:]
-					d = d[:len(s)]
-					for t, v := range s {
-						d[t] += v
-					}
+					ewkern.AddTo(xb[base+(x0+qlo)*g.C:][:len(s)], s)
 				}
 				continue
 			}
 			for q := qlo; q < qhi; q++ {
-				s := src[q*g.CF : (q+1)*g.CF]
 				o := base + (x0+q*g.DW)*g.C
-				d := xb[o : o+g.CF]
-				for t, v := range s {
-					d[t] += v
-				}
+				ewkern.AddTo(xb[o:o+g.CF], src[q*g.CF:(q+1)*g.CF])
 			}
 		}
 		if j++; j == g.OW {

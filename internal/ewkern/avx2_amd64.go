@@ -19,6 +19,12 @@ func reluAVX2F32(out *float32, x *float32, n int)
 //go:noescape
 func reluGradAVX2F32(out *float32, dy *float32, f *float32, n int)
 
+// addToAVX2F32 sets dst[i] = dst[i] + src[i] for i < n as AddToGo computes it.
+// n is a multiple of 8.
+//
+//go:noescape
+func addToAVX2F32(dst *float32, src *float32, n int)
+
 // reluAVX2F64 sets out[i] = max(x[i], 0) for i < n as ReluGo computes it:
 // VMAXP x, 0 returns x when x is NaN or ±0 (std::max(x, 0)).
 // n is a multiple of 4.
@@ -33,3 +39,9 @@ func reluAVX2F64(out *float64, x *float64, n int)
 //
 //go:noescape
 func reluGradAVX2F64(out *float64, dy *float64, f *float64, n int)
+
+// addToAVX2F64 sets dst[i] = dst[i] + src[i] for i < n as AddToGo computes it.
+// n is a multiple of 4.
+//
+//go:noescape
+func addToAVX2F64(dst *float64, src *float64, n int)

@@ -103,6 +103,49 @@ rgradAVX2F32done:
 	VZEROUPPER
 	RET
 
+// func addToAVX2F32(dst *float32, src *float32, n int)
+// Requires: AVX
+TEXT ·addToAVX2F32(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $0x02, CX
+
+addAVX2F324:
+	CMPQ    CX, $0x80
+	JLT     addAVX2F321
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+	VMOVUPS 64(DI), Y3
+	VMOVUPS 96(DI), Y4
+	VADDPS  (SI), Y1, Y1
+	VADDPS  32(SI), Y2, Y2
+	VADDPS  64(SI), Y3, Y3
+	VADDPS  96(SI), Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ    $0x80, SI
+	ADDQ    $0x80, DI
+	SUBQ    $0x80, CX
+	JMP     addAVX2F324
+
+addAVX2F321:
+	CMPQ    CX, $0x20
+	JLT     addAVX2F32done
+	VMOVUPS (DI), Y1
+	VADDPS  (SI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DI
+	SUBQ    $0x20, CX
+	JMP     addAVX2F321
+
+addAVX2F32done:
+	VZEROUPPER
+	RET
+
 // func reluAVX2F64(out *float64, x *float64, n int)
 // Requires: AVX
 TEXT ·reluAVX2F64(SB), NOSPLIT, $0-24
@@ -199,5 +242,48 @@ rgradAVX2F641:
 	JMP     rgradAVX2F641
 
 rgradAVX2F64done:
+	VZEROUPPER
+	RET
+
+// func addToAVX2F64(dst *float64, src *float64, n int)
+// Requires: AVX
+TEXT ·addToAVX2F64(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $0x03, CX
+
+addAVX2F644:
+	CMPQ    CX, $0x80
+	JLT     addAVX2F641
+	VMOVUPD (DI), Y1
+	VMOVUPD 32(DI), Y2
+	VMOVUPD 64(DI), Y3
+	VMOVUPD 96(DI), Y4
+	VADDPD  (SI), Y1, Y1
+	VADDPD  32(SI), Y2, Y2
+	VADDPD  64(SI), Y3, Y3
+	VADDPD  96(SI), Y4, Y4
+	VMOVUPD Y1, (DI)
+	VMOVUPD Y2, 32(DI)
+	VMOVUPD Y3, 64(DI)
+	VMOVUPD Y4, 96(DI)
+	ADDQ    $0x80, SI
+	ADDQ    $0x80, DI
+	SUBQ    $0x80, CX
+	JMP     addAVX2F644
+
+addAVX2F641:
+	CMPQ    CX, $0x20
+	JLT     addAVX2F64done
+	VMOVUPD (DI), Y1
+	VADDPD  (SI), Y1, Y1
+	VMOVUPD Y1, (DI)
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DI
+	SUBQ    $0x20, CX
+	JMP     addAVX2F641
+
+addAVX2F64done:
 	VZEROUPPER
 	RET

@@ -19,6 +19,12 @@ func reluAVX512F32(out *float32, x *float32, n int)
 //go:noescape
 func reluGradAVX512F32(out *float32, dy *float32, f *float32, n int)
 
+// addToAVX512F32 sets dst[i] = dst[i] + src[i] for i < n as AddToGo computes it.
+// Any n >= 0; the last n mod 16 elements run under a mask.
+//
+//go:noescape
+func addToAVX512F32(dst *float32, src *float32, n int)
+
 // reluAVX512F64 sets out[i] = max(x[i], 0) for i < n as ReluGo computes it:
 // VMAXP x, 0 returns x when x is NaN or ±0 (std::max(x, 0)).
 // Any n >= 0; the last n mod 8 elements run under a mask.
@@ -33,3 +39,9 @@ func reluAVX512F64(out *float64, x *float64, n int)
 //
 //go:noescape
 func reluGradAVX512F64(out *float64, dy *float64, f *float64, n int)
+
+// addToAVX512F64 sets dst[i] = dst[i] + src[i] for i < n as AddToGo computes it.
+// Any n >= 0; the last n mod 8 elements run under a mask.
+//
+//go:noescape
+func addToAVX512F64(dst *float64, src *float64, n int)

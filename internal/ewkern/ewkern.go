@@ -1,7 +1,9 @@
 // Package ewkern holds the loops of the elementwise ops that TensorFlow
 // also registers as gradient kernels: Relu and ReluGrad, which have AVX2
 // and AVX-512 assembly, and the gradient loops SqrtGrad, RsqrtGrad,
-// SigmoidGrad, TanhGrad and Relu6Grad, which are plain Go. Every function writes its
+// SigmoidGrad, TanhGrad and Relu6Grad, which are plain Go; and AddTo
+// (dst += src, assembly too), the accumulation of the convolutions'
+// col2im. Every function writes its
 // destination first (out), reads equal-length operands and does not
 // allocate.
 //
@@ -14,8 +16,9 @@
 // 0 stays NaN, a negative gradient times 0 is −0). ReluGo and ReluGradGo
 // are the portable loops, the reference of the tests.
 //
-// The bulk routines (reluF32, reluF64, reluGradF32, reluGradF64) have Go
-// twins of the same name and signature, chosen at build time: on amd64
+// The bulk routines (reluF32, reluF64, reluGradF32, reluGradF64,
+// addToF32, addToF64) have Go twins of the same name and signature,
+// chosen at build time: on amd64
 // (kernel_amd64.go) they run the assembly of the current tier, AVX2 or
 // AVX-512 (internal/cpu: the best the CPU has, capped by TAPEGRAD_ISA;
 // AVX-512 on calls shorter than zmmLen elements, AVX2 on longer ones),
@@ -66,6 +69,35 @@ func ReluGrad[T Float](out, g, f []T) {
 		}
 	}
 	ReluGradGo(out[n:], g[n:], f[n:])
+}
+
+// AddTo sets dst[i] = dst[i] + src[i] for i < len(dst); len(src) >=
+// len(dst). It equals AddToGo bit for bit (each element is one addition,
+// dst's value the first operand).
+func AddTo[T Float](dst, src []T) {
+	src = src[:len(dst)]
+	n := 0
+	switch d := any(dst).(type) {
+	case []float32:
+		if n = bulkLen(len(d), block); n > 0 {
+			addToF32(&d[0], &any(src).([]float32)[0], n)
+		}
+	case []float64:
+		if n = bulkLen(len(d), block/2); n > 0 {
+			addToF64(&d[0], &any(src).([]float64)[0], n)
+		}
+	}
+	AddToGo(dst[n:], src[n:])
+}
+
+// AddToGo is the portable AddTo loop:
+//
+//	for i, v := range src { dst[i] += v }
+func AddToGo[T Float](dst, src []T) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += v
+	}
 }
 
 // ReluGo is the portable Relu loop:

@@ -62,6 +62,18 @@ func testKernels[T Float](t *testing.T, name string) {
 			ReluGradGo(want, g, x)
 			sameBits(t, name+" ReluGrad", n, out, want)
 			guards(name + " ReluGrad")
+			copy(out, g)
+			AddTo(out, x)
+			// The reference: each sum in float64, rounded to T (exact for
+			// float32, whose sums float64 holds without rounding).
+			for i := range want {
+				want[i] = T(float64(g[i]) + float64(x[i]))
+			}
+			sameBits(t, name+" AddTo", n, out, want)
+			guards(name + " AddTo")
+			copy(want, g)
+			AddToGo(want, x)
+			sameBits(t, name+" AddToGo", n, want, out)
 		}
 	}
 }

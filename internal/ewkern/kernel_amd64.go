@@ -82,3 +82,21 @@ func reluGradF64(out, dy, f *float64, n int) {
 		reluGradAVX2F64(out, dy, f, n)
 	}
 }
+
+// addToF32 is, for i < n, dst[i] = dst[i] + src[i] as AddToGo computes it.
+func addToF32(dst, src *float32, n int) {
+	if wide(n) {
+		addToAVX512F32(dst, src, n)
+	} else {
+		addToAVX2F32(dst, src, n)
+	}
+}
+
+// addToF64 is addToF32 for float64.
+func addToF64(dst, src *float64, n int) {
+	if wide(n) {
+		addToAVX512F64(dst, src, n)
+	} else {
+		addToAVX2F64(dst, src, n)
+	}
+}

@@ -39,3 +39,13 @@ func reluGradF32(out, dy, f *float32, n int) {
 func reluGradF64(out, dy, f *float64, n int) {
 	ReluGradGo(unsafe.Slice(out, n), unsafe.Slice(dy, n), unsafe.Slice(f, n))
 }
+
+// addToF32 is, for i < n, dst[i] = dst[i] + src[i] (AddToGo).
+func addToF32(dst, src *float32, n int) {
+	AddToGo(unsafe.Slice(dst, n), unsafe.Slice(src, n))
+}
+
+// addToF64 is addToF32 for float64.
+func addToF64(dst, src *float64, n int) {
+	AddToGo(unsafe.Slice(dst, n), unsafe.Slice(src, n))
+}

@@ -13,13 +13,27 @@ import (
 // The packed micro-kernels (kernelFunc) of the AVX2 (6×16 float32, 6×8
 // float64) and AVX-512 (6×32, 6×16) tiers.
 
+// zmmNarrow reports whether the AVX2 tile shapes run on ZMM registers
+// (the kernels named with a Z, avx512_amd64.s): from the AVX-512 tier up,
+// for the products problemTier hands to AVX2's tiles. They give AVX2's
+// kernels' bits.
+func zmmNarrow() bool { return tier >= cpu.AVX512 }
+
 func kernelAVX2F32(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
 	_, _, _ = a[kc*mr-1], b[kc*16-1], c[(mr-1)*ldc+15]
+	if zmmNarrow() {
+		sgemmKernel6x16Z(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		return
+	}
 	sgemmKernel6x16(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
 func kernelAVX2F64(kc int, a, b, c []float64, ldc int, alpha, beta float64) {
 	_, _, _ = a[kc*mr-1], b[kc*8-1], c[(mr-1)*ldc+7]
+	if zmmNarrow() {
+		dgemmKernel6x8Z(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		return
+	}
 	dgemmKernel6x8(kc, &a[0], &b[0], &c[0], ldc, alpha, beta)
 }
 
@@ -49,12 +63,19 @@ func stridedAVX2F32(rows, cols, kc int, a []float32, lda int, b, c []float32, ld
 	if cols != 16 {
 		panic("gemm: bad strided tile")
 	}
-	switch rows {
-	case 2:
+	z := zmmNarrow()
+	switch {
+	case rows == 2 && z:
+		sgemmKernelS2x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 2:
 		sgemmKernelS2x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 4:
+	case rows == 4 && z:
+		sgemmKernelS4x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 4:
 		sgemmKernelS4x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 6:
+	case rows == 6 && z:
+		sgemmKernelS6x16Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 6:
 		sgemmKernelS6x16(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 	default:
 		panic("gemm: bad strided tile")
@@ -66,12 +87,19 @@ func stridedAVX2F64(rows, cols, kc int, a []float64, lda int, b, c []float64, ld
 	if cols != 8 {
 		panic("gemm: bad strided tile")
 	}
-	switch rows {
-	case 2:
+	z := zmmNarrow()
+	switch {
+	case rows == 2 && z:
+		dgemmKernelS2x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 2:
 		dgemmKernelS2x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 4:
+	case rows == 4 && z:
+		dgemmKernelS4x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 4:
 		dgemmKernelS4x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
-	case 6:
+	case rows == 6 && z:
+		dgemmKernelS6x8Z(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
+	case rows == 6:
 		dgemmKernelS6x8(kc, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 	default:
 		panic("gemm: bad strided tile")
@@ -129,13 +157,18 @@ var (
 	zero64 [zeroLen]float64
 )
 
-// checkRowsCall checks the bounds the Rows kernels rely on; the kernel
-// itself checks every offset against len(data)-seg, the block lying
-// within a segment of length seg.
+// checkRowsCall checks the bounds the Rows kernels of an mr-row tile rely
+// on; the kernel itself checks every offset against len(data)-seg, the
+// block lying within a segment of length seg.
 func checkRowsCall(rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
-	_ = offs[(rk.nseg-1)*ld+mr-1]
+	checkRowsTile(mr, rk, offs, ld, seg, nb, nr, nc, ldc)
+}
+
+// checkRowsTile is checkRowsCall for a tile of rows rows.
+func checkRowsTile(rows int, rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
+	_ = offs[(rk.nseg-1)*ld+rows-1]
 	if rk.seglen > zeroLen || rk.nseg < 1 || rk.seglen < 1 || rk.start < 0 || rk.start+rk.seglen > seg ||
-		nb < rk.nseg*rk.seglen*nr || nc < (mr-1)*ldc+nr {
+		nb < rk.nseg*rk.seglen*nr || nc < (rows-1)*ldc+nr || ld < rows {
 		panic("gemm: bad rows block")
 	}
 }
@@ -144,14 +177,22 @@ func checkRowsCall(rk rowsCall, offs []int, ld, seg, nb, nr, nc, ldc int) {
 
 func rowsAVX2F32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 16, len(c), ldc)
-	if sgemmKernelRows6x16(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	k := sgemmKernelRows6x16
+	if zmmNarrow() {
+		k = sgemmKernelRows6x16Z
+	}
+	if k(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }
 
 func rowsAVX2F64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 8, len(c), ldc)
-	if dgemmKernelRows6x8(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+	k := dgemmKernelRows6x8
+	if zmmNarrow() {
+		k = dgemmKernelRows6x8Z
+	}
+	if k(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }
@@ -166,6 +207,55 @@ func rowsAVX512F32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, l
 func rowsAVX512F64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
 	checkRowsCall(rk, offs, ld, seg, len(b), 16, len(c), ldc)
 	if dgemmKernelRows6x16(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+// The in-place Rows A kernels of two AVX2 tiles stacked, on ZMM registers
+// (rowsKernelFunc for a 2·mr×nr tile): the AVX-512 tier's products no
+// wider than an AVX2 tile.
+
+func rowsTallF32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
+	checkRowsTile(2*mr, rk, offs, ld, seg, len(b), 16, len(c), ldc)
+	if sgemmKernelRows12x16Z(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc int, alpha, beta float64) {
+	checkRowsTile(2*mr, rk, offs, ld, seg, len(b), 8, len(c), ldc)
+	if dgemmKernelRows12x8Z(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero64[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+// The AVX-512 kernels reading a stored Aᵀ and a Rows B in place
+// (srowsKernelFunc).
+
+func checkSRows(kc, na, lda, nOffs, seg, size, nc, ldc int) int {
+	rows := srowsRows(seg * size)
+	if rows == 0 || kc < 1 || lda < rows || na < (kc-1)*lda+rows || nOffs < kc || seg > zeroLen || nc < (rows-1)*ldc+seg {
+		panic("gemm: bad in-place tile")
+	}
+	return rows
+}
+
+func srowsF32(kc int, a []float32, lda int, offs []int, seg int, data, c []float32, ldc int, alpha, beta float32) {
+	k := sgemmKernelSR16x16
+	if checkSRows(kc, len(a), lda, len(offs), seg, 4, len(c), ldc) == 8 {
+		k = sgemmKernelSR8x32
+	}
+	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero32[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+func srowsF64(kc int, a []float64, lda int, offs []int, seg int, data, c []float64, ldc int, alpha, beta float64) {
+	k := dgemmKernelSR16x8
+	if checkSRows(kc, len(a), lda, len(offs), seg, 8, len(c), ldc) == 8 {
+		k = dgemmKernelSR8x16
+	}
+	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero64[0], &c[0], ldc, alpha, beta, len(data)-seg) {
 		panic(errOffset)
 	}
 }

@@ -185,3 +185,135 @@ func gatherRows128F64(dst *float64, a *float64, zero *float64, offs *int, n int,
 //
 //go:noescape
 func gatherSegs64F64(dst *float64, a *float64, zero *float64, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+
+// sgemmKernel6x16Z is the float32 micro-kernel for AVX-512: a 6×16 tile of C,
+// c[i*ldc+j] = alpha*Σ_p a[p*6+i]*b[p*16+j] + beta*c[i*ldc+j], summed over
+// p = 0..k-1 in order with fused multiply-adds (k >= 1). beta == ±0
+// means C is not read.
+//
+//go:noescape
+func sgemmKernel6x16Z(k int, a *float32, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// sgemmKernelS2x16Z computes rows 0..1 of a 6×16 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func sgemmKernelS2x16Z(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// sgemmKernelS4x16Z computes rows 0..3 of a 6×16 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func sgemmKernelS4x16Z(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// sgemmKernelS6x16Z computes rows 0..5 of a 6×16 tile (float32, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for sgemmKernel6x16Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func sgemmKernelS6x16Z(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, beta float32)
+
+// sgemmKernelRows6x16Z is the 6×16 float32 micro-kernel (AVX-512) with A read in place:
+// for segment t < nseg, row i of A is seglen elements at
+// a[offs[t*ldo+i]+start], or the zero buffer when that offset is negative.
+// B is packed (16 per step of k, nseg*seglen steps), C as in sgemmKernel6x16Z.
+// At the first offset greater than limit it returns bad = true without
+// writing C.
+//
+//go:noescape
+func sgemmKernelRows6x16Z(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// sgemmKernelRows12x16Z is the 12×16 float32 micro-kernel (AVX-512) with A read in place,
+// as sgemmKernelRows6x16Z for 12 rows: row i of A in segment t is
+// seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that
+// offset is negative. At the first offset greater than limit it returns
+// bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelRows12x16Z(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// dgemmKernel6x8Z is the float64 micro-kernel for AVX-512: a 6×8 tile of C,
+// c[i*ldc+j] = alpha*Σ_p a[p*6+i]*b[p*8+j] + beta*c[i*ldc+j], summed over
+// p = 0..k-1 in order with fused multiply-adds (k >= 1). beta == ±0
+// means C is not read.
+//
+//go:noescape
+func dgemmKernel6x8Z(k int, a *float64, b *float64, c *float64, ldc int, alpha float64, beta float64)
+
+// dgemmKernelS2x8Z computes rows 0..1 of a 6×8 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func dgemmKernelS2x8Z(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64)
+
+// dgemmKernelS4x8Z computes rows 0..3 of a 6×8 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func dgemmKernelS4x8Z(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64)
+
+// dgemmKernelS6x8Z computes rows 0..5 of a 6×8 tile (float64, AVX-512),
+// with A element (i, p) at a[p*lda+i] and B packed as for dgemmKernel6x8Z.
+// Every element gets the full kernel's operations in the same order.
+//
+//go:noescape
+func dgemmKernelS6x8Z(k int, a *float64, lda int, b *float64, c *float64, ldc int, alpha float64, beta float64)
+
+// dgemmKernelRows6x8Z is the 6×8 float64 micro-kernel (AVX-512) with A read in place:
+// for segment t < nseg, row i of A is seglen elements at
+// a[offs[t*ldo+i]+start], or the zero buffer when that offset is negative.
+// B is packed (8 per step of k, nseg*seglen steps), C as in dgemmKernel6x8Z.
+// At the first offset greater than limit it returns bad = true without
+// writing C.
+//
+//go:noescape
+func dgemmKernelRows6x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// dgemmKernelRows12x8Z is the 12×8 float64 micro-kernel (AVX-512) with A read in place,
+// as dgemmKernelRows6x8Z for 12 rows: row i of A in segment t is
+// seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that
+// offset is negative. At the first offset greater than limit it returns
+// bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelRows12x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// sgemmKernelSR16x16 computes a 16×16 tile (float32, AVX-512) with A element (i, p) at
+// a[p*lda+i] and B's row p the 16 elements at data[offs[p]], or the zero
+// buffer when offs[p] is negative, for p < k (k >= 1): as
+// sgemmKernelS6x16 computes its tile, element by element. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// sgemmKernelSR8x32 computes a 8×32 tile (float32, AVX-512) with A element (i, p) at
+// a[p*lda+i] and B's row p the 32 elements at data[offs[p]], or the zero
+// buffer when offs[p] is negative, for p < k (k >= 1): as
+// sgemmKernelS6x32 computes its tile, element by element. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// dgemmKernelSR16x8 computes a 16×8 tile (float64, AVX-512) with A element (i, p) at
+// a[p*lda+i] and B's row p the 8 elements at data[offs[p]], or the zero
+// buffer when offs[p] is negative, for p < k (k >= 1): as
+// dgemmKernelS6x8 computes its tile, element by element. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// dgemmKernelSR8x16 computes a 8×16 tile (float64, AVX-512) with A element (i, p) at
+// a[p*lda+i] and B's row p the 16 elements at data[offs[p]], or the zero
+// buffer when offs[p] is negative, for p < k (k >= 1): as
+// dgemmKernelS6x16 computes its tile, element by element. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)

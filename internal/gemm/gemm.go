@@ -209,8 +209,10 @@ type problem[T Float] struct {
 	// block (each segment is cut into pieces), else 0.
 	piece int
 	// kernRows is the micro-kernel reading ra in place, or nil when ra's
-	// rows are packed for kern.
-	kernRows rowsKernelFunc[T]
+	// rows are packed for kern; kernRowsTall, if not nil, its variant for
+	// two tiles stacked, which macro runs on pairs of full tiles.
+	kernRows     rowsKernelFunc[T]
+	kernRowsTall rowsKernelFunc[T]
 	// kernS is the strided-A kernel, or nil: edge tiles of 2 or 4 rows
 	// then run on it straight into C, and with inPlaceA it reads the full
 	// tiles of an A stored k×m in place (lazyB).
@@ -372,6 +374,12 @@ func (pr *problem[T]) macro(buf *buffers[T], ap, bp []T, ic, mc, jc, nc, pc, kc 
 		for ir := 0; ir < mc; ir += mr {
 			mrr := min(mr, mc-ir)
 			off := (ic+ir)*ldc + jc + jr
+			if pr.kernRowsTall != nil && nrr == nr && ir+2*mr <= full {
+				// Two full tiles at once (the same arithmetic per element).
+				pr.kernRowsTall(rk, buf.roffs[rk.s0*buf.rld+ir:], buf.rld, pr.ra.Seg, pr.ra.Data, bpan, c[off:], ldc, alpha, beta)
+				ir += mr
+				continue
+			}
 			var apan []T
 			switch {
 			case pr.inPlaceA && ir < full:

@@ -93,12 +93,20 @@ func checkRows[T Float](name string, rows, cols int, r Rows[T]) {
 	}
 }
 
-// inPlaceRows lets the assembly kernel read a Rows A in place, and
+// srowsKernelFunc computes a tile of C of srowsRows(seg·size) rows by seg
+// columns with A at a stride (row i of step p at a[p*lda+i]) and B's row p
+// the seg elements at data[offs[p]] (zeros for a negative offset), for
+// p < kc, as stridedKernelFunc does from a packed B.
+type srowsKernelFunc[T Float] func(kc int, a []T, lda int, offs []int, seg int, data, c []T, ldc int, alpha, beta T)
+
+// inPlaceRows lets the assembly kernel read a Rows A in place,
 // inPlaceTransA lets the strided kernels read a stored Aᵀ in place next to
-// a Rows B; tests turn them off to compare with packing.
+// a Rows B, and inPlaceBoth lets a kernel read that Rows B in place too
+// (bothInPlaceKernel); tests turn them off to compare with packing.
 var (
 	inPlaceRows   = true
 	inPlaceTransA = true
+	inPlaceBoth   = true
 )
 
 // gemmRows runs a problem with a Rows operand.
@@ -121,6 +129,7 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 		pr.planRowsK()
 		if inPlaceRows {
 			pr.kernRows = rowsKernel[T](isa)
+			pr.kernRowsTall = rowsKernelTall[T](isa)
 		}
 	}
 	if isa > cpu.Go {
@@ -130,7 +139,69 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 		// instead of packing them.
 		pr.inPlaceA = pr.rb.Map != nil && pr.transA && m <= pr.blk.mc && pr.kernS != nil && inPlaceTransA
 	}
-	stateOf[T](ws).solve(pr, threads)
+	st := stateOf[T](ws)
+	if kern, rows := bothInPlaceKernel[T](pr, isa, threads); kern != nil {
+		pr.bothInPlace(st.slots(1)[0], kern, rows)
+		return
+	}
+	st.solve(pr, threads)
+}
+
+// bothInPlaceKernel returns the kernel that reads both a stored Aᵀ and a
+// Rows B in place (srowsKernelFunc) and the rows of its tile, or nil when
+// pr does not suit it: AVX-512, a Rows B whose segments are one or two
+// vectors (16 or 32 float32, 8 or 16 float64: a convolution's filter
+// gradient with that many input channels per group), m a multiple of the
+// tile's rows (16 or 8), and one thread (the grid would give one cell;
+// the filter gradient runs its chunks' GEMMs on one thread each).
+func bothInPlaceKernel[T Float](pr *problem[T], isa cpu.ISA, threads int) (srowsKernelFunc[T], int) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if isa != cpu.AVX512 || pr.rb.Map == nil || !pr.transA || !inPlaceTransA || !inPlaceBoth {
+		return nil, 0
+	}
+	rows := srowsRows(pr.rb.Seg * size)
+	if rows == 0 || pr.m%rows != 0 {
+		return nil, 0
+	}
+	if tm, tn := grid(pr.m, pr.n, pr.k, threads, pr.blk); tm*tn > 1 {
+		return nil, 0
+	}
+	return srowsKernel[T](), rows
+}
+
+// srowsRows returns the rows of the in-place tile for B segments of
+// segBytes bytes: 16 for one ZMM vector, 8 for two; 0 for none.
+func srowsRows(segBytes int) int {
+	switch segBytes {
+	case 64:
+		return 16
+	case 128:
+		return 8
+	}
+	return 0
+}
+
+// bothInPlace computes C with kern, tile by tile (rows rows by one
+// segment of columns), k block by k block in order: for every element the
+// operations of the packed path (each k block's chain of fused
+// multiply-adds, then alpha and the previous blocks' sum as beta), so the
+// same bits.
+func (pr *problem[T]) bothInPlace(buf *buffers[T], kern srowsKernelFunc[T], rows int) {
+	seg := pr.rb.Seg
+	nseg := pr.n / seg
+	for pc := 0; pc < pr.k; {
+		kc := pr.kblock(pc)
+		offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, nseg)
+		beta := pr.betaAt(pc)
+		for i0 := 0; i0 < pr.m; i0 += rows {
+			a := pr.a[pc*pr.lda+i0:]
+			for s := range nseg {
+				kern(kc, a, pr.lda, offs[s*ld:s*ld+kc], seg, pr.rb.Data, pr.c[i0*pr.ldc+s*seg:], pr.ldc, pr.alpha, beta)
+			}
+		}
+		pc += kc
+	}
 }
 
 // planRowsK blocks the inner dimension of a Rows A along its segments:

@@ -39,10 +39,11 @@ const maxNR = 32
 
 // problemTier is the tier whose kernels compute a product with n columns:
 // the current tier, except that AVX-512 hands products no wider than an
-// AVX2 tile (16 float32 or 8 float64 columns) to the AVX2 kernels, which
-// run them at the same FMA rate without a half-empty tile (a convolution
-// with few channels). The choice depends on the shape only, so results
-// stay bit-identical for any thread count.
+// AVX2 tile (16 float32 or 8 float64 columns) to AVX2's tile shapes and
+// blocking, without a half-empty tile (a convolution with few channels);
+// on the AVX-512 tier their kernels run on ZMM registers (zmmNarrow) with
+// AVX2's bits. The choice depends on the shape only, so results stay
+// bit-identical for any thread count.
 func problemTier[T Float](n int) cpu.ISA {
 	var z T
 	nr := blocking64[cpu.AVX2].nr
@@ -123,4 +124,29 @@ func rowsKernel[T Float](isa cpu.ISA) rowsKernelFunc[T] {
 		return any(rowsKernelFunc[float64](rowsAVX512F64)).(rowsKernelFunc[T])
 	}
 	return nil
+}
+
+// rowsKernelTall returns tier isa's kernel reading a Rows A in place for
+// two mr-row tiles stacked, or nil where there is none: the AVX2 tile
+// shapes on ZMM registers (zmmNarrow), whose Rows kernel of six rows
+// keeps only six accumulators. It gives the bits of rowsKernel(isa).
+func rowsKernelTall[T Float](isa cpu.ISA) rowsKernelFunc[T] {
+	if isa != cpu.AVX2 || !zmmNarrow() || rowsKernel[T](isa) == nil {
+		return nil
+	}
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(rowsKernelFunc[float32](rowsTallF32)).(rowsKernelFunc[T])
+	}
+	return any(rowsKernelFunc[float64](rowsTallF64)).(rowsKernelFunc[T])
+}
+
+// srowsKernel returns the AVX-512 kernel reading a stored Aᵀ and a Rows B
+// in place for T (see bothInPlaceKernel).
+func srowsKernel[T Float]() srowsKernelFunc[T] {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(srowsKernelFunc[float32](srowsF32)).(srowsKernelFunc[T])
+	}
+	return any(srowsKernelFunc[float64](srowsF64)).(srowsKernelFunc[T])
 }

@@ -396,3 +396,123 @@ func gatherSegs64F32(dst, a, zero *float32, offs *int, ldo, n, chunks, limit int
 func gatherSegs64F64(dst, a, zero *float64, offs *int, ldo, n, chunks, limit int) (bad bool) {
 	return twinGatherSegs(8, dst, a, zero, offs, ldo, n, chunks, limit)
 }
+
+// The AVX-512 kernels of AVX2's tile shapes (named with a Z).
+
+// sgemmKernel6x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernel6x16Z(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(6, 16, k, a, 6, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// dgemmKernel6x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernel6x8Z(k int, a, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(6, 8, k, a, 6, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// sgemmKernelS2x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS2x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(2, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// sgemmKernelS4x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS4x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(4, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// sgemmKernelS6x16Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func sgemmKernelS6x16Z(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32) {
+	twinStrided(6, 16, k, a, lda, b, c, ldc, alpha, beta, colMask(16))
+}
+
+// dgemmKernelS2x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS2x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(2, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// dgemmKernelS4x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS4x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(4, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// dgemmKernelS6x8Z is the Go twin of the assembly routine: the micro-kernel loop of twinStrided.
+func dgemmKernelS6x8Z(k int, a *float64, lda int, b, c *float64, ldc int, alpha, beta float64) {
+	twinStrided(6, 8, k, a, lda, b, c, ldc, alpha, beta, colMask(8))
+}
+
+// sgemmKernelRows6x16Z is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
+func sgemmKernelRows6x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRows(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelRows6x8Z is the Go twin of the assembly routine: the Rows kernel loop of twinRows.
+func dgemmKernelRows6x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinRows(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// twinRowsTall is twinRows for two tiles stacked (rows 0..5 at offs and
+// c, rows 6..11 at offs+6 and c+6·ldc); it returns true, writing nothing,
+// at an offset past limit.
+func twinRowsTall[T Float](nr, nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *T, ldc int, alpha, beta T, limit int) bool {
+	os := unsafe.Slice(offs, (nseg-1)*ldo+2*mr)
+	for t := range nseg {
+		for i := range 2 * mr {
+			if os[t*ldo+i] > limit {
+				return true
+			}
+		}
+	}
+	cs := unsafe.Slice(c, (2*mr-1)*ldc+nr)
+	twinRows(nr, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+	return twinRows(nr, nseg, seglen, start, &os[mr], ldo, a, zero, b, &cs[mr*ldc], ldc, alpha, beta, limit)
+}
+
+// sgemmKernelRows12x16Z is the Go twin of the assembly routine: the Rows kernel loop of twinRowsTall.
+func sgemmKernelRows12x16Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRowsTall(16, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelRows12x8Z is the Go twin of the assembly routine: the Rows kernel loop of twinRowsTall.
+func dgemmKernelRows12x8Z(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinRowsTall(8, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// twinSRows is the loop of the kernels reading a stored Aᵀ and a Rows B
+// in place: B's row p is data[offs[p]:][:nr], or zeros for a negative
+// offset; it returns true, writing nothing, at an offset past limit.
+func twinSRows[T Float](rows, nr, k int, a *T, lda int, offs *int, data, zero, c *T, ldc int, alpha, beta T, limit int) bool {
+	os := unsafe.Slice(offs, k)
+	b := make([]T, k*nr)
+	zs := unsafe.Slice(zero, nr)
+	for p, o := range os {
+		if o > limit {
+			return true
+		}
+		row := zs
+		if o >= 0 {
+			row = unsafe.Slice((*T)(unsafe.Add(unsafe.Pointer(data), uintptr(o)*unsafe.Sizeof(*data))), nr)
+		}
+		copy(b[p*nr:(p+1)*nr], row)
+	}
+	twinStrided(rows, nr, k, a, lda, &b[0], c, ldc, alpha, beta, colMask(nr))
+	return false
+}
+
+// sgemmKernelSR16x16 is the Go twin of the assembly routine: the loop of twinSRows.
+func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRows(16, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR16x8 is the Go twin of the assembly routine: the loop of twinSRows.
+func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRows(16, 8, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// sgemmKernelSR8x32 is the Go twin of the assembly routine: the loop of twinSRows.
+func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRows(8, 32, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR8x16 is the Go twin of the assembly routine: the loop of twinSRows.
+func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRows(8, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
+}

@@ -4,7 +4,7 @@
 //	avx2_amd64.s,   avx2_amd64.go    AVX2, YMM registers, whole vectors only
 //	avx512_amd64.s, avx512_amd64.go  AVX-512, ZMM registers, masked tail
 //
-// from one description of each loop (relu, reluGrad) parameterised by
+// from one description of each loop (relu, reluGrad, addTo) parameterised by
 // vector width and element size. Run it with go generate in
 // internal/ewkern; the output is deterministic, so a second run leaves the
 // tree unchanged.
@@ -65,6 +65,7 @@ func generate(isa vecISA) (asm, stubs []byte, err error) {
 		g.size = size
 		relu(g)
 		reluGrad(g)
+		addTo(g)
 	}
 	return avogen.Render(ctx, "ewkern")
 }
@@ -172,6 +173,14 @@ func (g *gen) max(x, y, dst operand.Op) {
 		g.VMAXPS(x, y, dst)
 	} else {
 		g.VMAXPD(x, y, dst)
+	}
+}
+
+func (g *gen) add(x, y, dst operand.Op) {
+	if g.size == 4 {
+		g.VADDPS(x, y, dst)
+	} else {
+		g.VADDPD(x, y, dst)
 	}
 }
 
@@ -384,3 +393,36 @@ func reluGrad(g *gen) {
 
 // stages lists the stages of a loop body (see loops).
 func stages(s ...func(off, i int)) []func(off, i int) { return s }
+
+// addTo writes addToISAFnn(dst, src *T, n int): dst[i] = dst[i] + src[i]
+// (VADDP src, dst, dst: dst is the first operand, whose NaN an addition of
+// two NaNs returns, as Go's dst[i] += src[i] does).
+func addTo(g *gen) {
+	name := "addTo" + g.isa.name + g.suffix()
+	t := g.goType()
+	doc := []string{
+		name + " sets dst[i] = dst[i] + src[i] for i < n as AddToGo computes it.",
+	}
+	if g.isa.masked {
+		doc = append(doc, "Any n >= 0; the last n mod "+fmt.Sprint(g.lanes())+" elements run under a mask.")
+	} else {
+		doc = append(doc, "n is a multiple of "+fmt.Sprint(g.lanes())+".")
+	}
+	g.fn(name, fmt.Sprintf("func(dst, src *%s, n int)", t), doc...)
+	g.MOVQ(g.arg("dst"), reg.RDI)
+	g.MOVQ(g.arg("src"), reg.RSI)
+	g.MOVQ(g.arg("n"), reg.RCX)
+	g.SHLQ(imm(g.shift()), reg.RCX)
+	g.loops("add", []reg.Register{reg.RSI, reg.RDI}, stages(func(off, i int) {
+		g.vmov(mem(reg.RDI, off), g.v(1+i))
+	}, func(off, i int) {
+		g.add(mem(reg.RSI, off), g.v(1+i), g.v(1+i))
+	}, func(off, i int) {
+		g.vmov(g.v(1+i), mem(reg.RDI, off))
+	}), func() {
+		g.vmovz(mem(reg.RDI, 0), ktail, g.v(1))
+		g.vmovz(mem(reg.RSI, 0), ktail, g.v(2))
+		g.add(g.v(2), g.v(1), g.v(1))
+		g.vmovk(g.v(1), ktail, mem(reg.RDI, 0))
+	})
+}

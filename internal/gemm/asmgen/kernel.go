@@ -27,8 +27,12 @@ type kernelShape struct {
 }
 
 func (s kernelShape) acc(g *gen, i, v int) reg.VecPhysical { return g.v(i*s.nv + v) }
-func (s kernelShape) bvec(g *gen, v int) reg.VecPhysical   { return g.v(6*s.nv + v) }
-func (s kernelShape) tmp(g *gen, t int) reg.VecPhysical    { return g.v(7*s.nv + t) }
+func (s kernelShape) bvec(g *gen, v int) reg.VecPhysical   { return g.v(s.top()*s.nv + v) }
+func (s kernelShape) tmp(g *gen, t int) reg.VecPhysical    { return g.v((s.top()+1)*s.nv + t) }
+
+// top is the number of accumulator rows the register layout reserves: 6,
+// or the rows of a taller tile.
+func (s kernelShape) top() int { return max(6, s.rows) }
 
 // nr is the tile's number of columns.
 func (s kernelShape) nr(g *gen) int { return s.nv * g.lanes() }
@@ -160,7 +164,7 @@ func prefetchA(g *gen) int {
 // step of k) and packed B (nr per step).
 func kernelPacked(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernel%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernel%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	g.fn(name, fmt.Sprintf("func(k int, a, b, c *%s, ldc int, alpha, beta %s)", t, t),
 		fmt.Sprintf("%s is the %s micro-kernel for %s: a %d×%d tile of C,", name, t, g.isa.name, s.rows, nr),
@@ -209,7 +213,7 @@ func kernelPacked(g *gen, s kernelShape) {
 // an A stored k×m (op(A) = Aᵀ) in place.
 func kernelStrided(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernelS%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernelS%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	sig := fmt.Sprintf("func(k int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s)", t, t, t)
 	if s.masked {
@@ -217,7 +221,7 @@ func kernelStrided(g *gen, s kernelShape) {
 	}
 	doc := []string{
 		fmt.Sprintf("%s computes rows 0..%d of a 6×%d tile (%s, %s),", name, s.rows-1, nr, t, g.isa.name),
-		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d.", g.prefix(), nr),
+		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and B packed as for %sgemmKernel6x%d%s.", g.prefix(), nr, g.tag),
 	}
 	if s.masked {
 		doc = append(doc, "Only the columns whose bit is set in mask (bit j: column j) are",
@@ -274,13 +278,13 @@ func kernelStrided(g *gen, s kernelShape) {
 // writing C.
 func kernelRows(g *gen, s kernelShape) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernelRows%dx%d", g.prefix(), s.rows, nr)
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, g.tag)
 	t := g.goType()
 	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
 		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place:", name, s.rows, nr, t, g.isa.name),
 		"for segment t < nseg, row i of A is seglen elements at",
 		"a[offs[t*ldo+i]+start], or the zero buffer when that offset is negative.",
-		fmt.Sprintf("B is packed (%d per step of k, nseg*seglen steps), C as in %sgemmKernel6x%d.", nr, g.prefix(), nr),
+		fmt.Sprintf("B is packed (%d per step of k, nseg*seglen steps), C as in %sgemmKernel6x%d%s.", nr, g.prefix(), nr, g.tag),
 		"At the first offset greater than limit it returns bad = true without",
 		"writing C.")
 	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13}
@@ -344,6 +348,227 @@ func kernelRows(g *gen, s kernelShape) {
 	g.JNZ(lbl("seg"))
 
 	g.Label("store")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
+
+// kernelRowsTall writes the Rows kernel of a tile of s.rows (more than 6,
+// two 6-row tiles stacked) by one vector per row, with A read in place as
+// for kernelRows. With twelve row pointers there are not enough general
+// registers for kernelRows' bookkeeping, so rows are addressed as a moving
+// base (CX: a + (start+p)·size) plus each row's element offset scaled by
+// the element size (a zero segment's offset points the row at the zero
+// buffer), B's end marks the end of a segment's loop, and the segment
+// state lives in the frame. Every element gets kernelRows' operations in
+// the same order.
+func kernelRowsTall(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, g.tag)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
+		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place,", name, s.rows, nr, t, g.isa.name),
+		fmt.Sprintf("as %sgemmKernelRows6x%d%s for %d rows: row i of A in segment t is", g.prefix(), nr, g.tag, s.rows),
+		"seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that",
+		"offset is negative. At the first offset greater than limit it returns",
+		"bad = true without writing C.")
+	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13, reg.R14, reg.R15, reg.RSI, reg.RDI, reg.RDX, reg.RAX}
+	if s.rows > len(rowRegs) {
+		panic("asmgen: too many rows")
+	}
+	// Frame: the offsets of the current segment, the segments left, the
+	// zero buffer's offset from A's base, A's base, and B's end of the
+	// 4-step loop and of the segment.
+	frame := g.AllocLocal(48)
+	at := func(i int) operand.Mem { m := frame; m.Disp += 8 * i; return m }
+	offsCur, segsLeft, zoff, abase, b4end, bend := at(0), at(1), at(2), at(3), at(4), at(5)
+
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	g.Comment("Bring the C tile towards L1 while the loop runs.")
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("nseg"), reg.RAX)
+	g.TESTQ(reg.RAX, reg.RAX)
+	g.JZ(lbl("store"))
+	g.MOVQ(reg.RAX, segsLeft)
+	g.Load(g.Param("offs"), reg.RAX)
+	g.MOVQ(reg.RAX, offsCur)
+	g.Comment("A's base: a + start; the zero buffer's offset from it, in elements.")
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("start"), reg.RDX)
+	g.LEAQ(memi(reg.RAX, reg.RDX, uint8(g.size), 0), reg.RAX)
+	g.MOVQ(reg.RAX, abase)
+	g.Load(g.Param("zero"), reg.RDX)
+	g.SUBQ(reg.RAX, reg.RDX)
+	if g.size == 4 {
+		g.SARQ(imm(2), reg.RDX)
+	} else {
+		g.SARQ(imm(3), reg.RDX)
+	}
+	g.MOVQ(reg.RDX, zoff)
+	g.Load(g.Param("b"), reg.RBX)
+
+	bstep := s.rowBytes(g)
+	g.Label("seg")
+	g.Comment("Row offsets: the segment's, or the zero buffer's for a negative one.")
+	g.MOVQ(offsCur, reg.RCX)
+	for i, r := range rowRegs[:s.rows] {
+		g.MOVQ(mem(reg.RCX, 8*i), r)
+		g.CMPQ(r, g.arg("limit"))
+		g.JGT(lbl("bad"))
+		g.TESTQ(r, r)
+		g.CMOVQLT(zoff, r)
+	}
+	g.Comment("B's ends: of the 4-step loop and of the segment.")
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.SHRQ(imm(2), reg.RCX)
+	g.IMUL3Q(imm(4*bstep), reg.RCX, reg.RCX)
+	g.ADDQ(reg.RBX, reg.RCX)
+	g.MOVQ(reg.RCX, b4end)
+	g.Load(g.Param("seglen"), reg.RCX)
+	g.ANDQ(imm(3), reg.RCX)
+	g.IMUL3Q(imm(bstep), reg.RCX, reg.RCX)
+	g.ADDQ(b4end, reg.RCX)
+	g.MOVQ(reg.RCX, bend)
+	g.MOVQ(abase, reg.RCX)
+	a := func(u int) func(i int) operand.Mem {
+		return func(i int) operand.Mem { return memi(reg.RCX, rowRegs[i], uint8(g.size), u*g.size) }
+	}
+	g.Label("loop4")
+	g.CMPQ(reg.RBX, b4end)
+	g.JAE(lbl("tail"))
+	for u := range 4 {
+		s.step(g, u*bstep, a(u))
+	}
+	g.ADDQ(imm(4*g.size), reg.RCX)
+	g.ADDQ(imm(4*bstep), reg.RBX)
+	g.JMP(lbl("loop4"))
+	g.Label("tail")
+	g.CMPQ(reg.RBX, bend)
+	g.JAE(lbl("next"))
+	s.step(g, 0, a(0))
+	g.ADDQ(imm(g.size), reg.RCX)
+	g.ADDQ(imm(bstep), reg.RBX)
+	g.JMP(lbl("tail"))
+	g.Label("next")
+	g.Load(g.Param("ldo"), reg.RCX)
+	g.SHLQ(imm(3), reg.RCX)
+	g.ADDQ(reg.RCX, offsCur)
+	g.DECQ(segsLeft)
+	g.JNZ(lbl("seg"))
+
+	g.Label("store")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
+
+// kernelStridedRowsB writes the kernel of a tile of s.rows rows by s.nv
+// vectors of columns with both operands read in place: A at a stride, as
+// kernelStrided reads it (row i of step p at a[p*lda+i]), and B a Rows
+// operand's segment of s.nv vectors per step (row p at data[offs[p]], or
+// the zero buffer when that offset is negative; an offset greater than
+// limit returns bad = true without writing C). For a convolution's filter
+// gradient with 16 or 32 input channels per tap (A = dYᵀ, B = im2col(x))
+// it needs no packing at all. With one vector per row the products use
+// A's elements as embedded broadcasts; every element gets kernelStrided's
+// operations in the same order (a chain of fused multiply-adds over p,
+// then the alpha/beta epilogue), so its bits.
+func kernelStridedRowsB(g *gen, s kernelShape) {
+	nr := s.nr(g)
+	name := fmt.Sprintf("%sgemmKernelSR%dx%d", g.prefix(), s.rows, nr)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(k int, a *%s, lda int, offs *int, data, zero, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t, t),
+		fmt.Sprintf("%s computes a %d×%d tile (%s, %s) with A element (i, p) at", name, s.rows, nr, t, g.isa.name),
+		fmt.Sprintf("a[p*lda+i] and B's row p the %d elements at data[offs[p]], or the zero", nr),
+		"buffer when offs[p] is negative, for p < k (k >= 1): as",
+		fmt.Sprintf("%sgemmKernelS6x%d computes its tile, element by element. At the first", g.prefix(), nr),
+		"offset greater than limit it returns bad = true without writing C.")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("lda"), reg.R10)
+	g.shlSize(reg.R10)
+	g.Load(g.Param("offs"), reg.RSI)
+	g.Load(g.Param("data"), reg.R11)
+	g.Load(g.Param("zero"), reg.R12)
+	g.Load(g.Param("limit"), reg.R13)
+	// B's row p: R8 (and R9 for p+1) = data + offs[p], or the zero buffer.
+	brow := func(o int, r reg.Register) {
+		g.MOVQ(mem(reg.RSI, 8*o), r)
+		g.CMPQ(r, reg.R13)
+		g.JGT(lbl("bad"))
+		g.TESTQ(r, r)
+		g.LEAQ(memi(reg.R11, r, uint8(g.size), 0), r)
+		g.CMOVQLT(reg.R12, r)
+	}
+	// Registers past the accumulators: B's row for each of two steps
+	// (nv vectors each), then two broadcast temporaries.
+	base := s.top() * s.nv
+	bvec := func(u, v int) reg.VecPhysical { return g.v(base + u*s.nv + v) }
+	// fmas multiplies step u's B row by A's row at a: one embedded
+	// broadcast per product with one vector per row, else each element
+	// broadcast once for its row's vectors.
+	fmas := func(u int, a operand.Mem) {
+		for i := range s.rows {
+			m := a
+			m.Disp += i * g.size
+			if s.nv == 1 {
+				if g.size == 4 {
+					g.VFMADD231PS_BCST(m, bvec(u, 0), s.acc(g, i, 0))
+				} else {
+					g.VFMADD231PD_BCST(m, bvec(u, 0), s.acc(g, i, 0))
+				}
+				continue
+			}
+			t := g.v(base + 2*s.nv + i%2)
+			g.bcast(m, t)
+			for v := range s.nv {
+				g.fma(bvec(u, v), t, s.acc(g, i, v))
+			}
+		}
+	}
+	loadB := func(u int, r reg.Register) {
+		for v := range s.nv {
+			g.vmov(mem(r, v*g.isa.bytes), bvec(u, v))
+		}
+	}
+	g.Comment("Two steps per iteration: both B rows' addresses first.")
+	g.MOVQ(reg.RCX, reg.R9)
+	g.SHRQ(imm(1), reg.R9)
+	g.JZ(lbl("tail"))
+	g.MOVQ(reg.R9, reg.R14)
+	g.Label("loop2")
+	brow(0, reg.R8)
+	brow(1, reg.R9)
+	loadB(0, reg.R8)
+	loadB(1, reg.R9)
+	fmas(0, mem(reg.RAX, 0))
+	g.ADDQ(reg.R10, reg.RAX)
+	fmas(1, mem(reg.RAX, 0))
+	g.ADDQ(reg.R10, reg.RAX)
+	g.ADDQ(imm(16), reg.RSI)
+	g.DECQ(reg.R14)
+	g.JNZ(lbl("loop2"))
+	g.Label("tail")
+	g.ANDQ(imm(1), reg.RCX)
+	g.JZ(lbl("done"))
+	brow(0, reg.R8)
+	loadB(0, reg.R8)
+	fmas(0, mem(reg.RAX, 0))
+	g.Label("done")
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)
 	g.shlSize(reg.RDX)

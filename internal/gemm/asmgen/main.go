@@ -71,6 +71,9 @@ type gen struct {
 	*build.Context
 	isa  vecISA
 	size int // element size in bytes: 4 (float32) or 8 (float64)
+	// tag ends the names of the kernels being written: "Z" for AVX-512's
+	// kernels of AVX2's tile shape (see genAVX512).
+	tag string
 }
 
 // vecISA is a vector register file.
@@ -299,6 +302,30 @@ func genAVX512(g *gen) {
 		g.size = size
 		gatherRows(g, 2)
 		gatherSegs(g)
+	}
+	// AVX2's tile shapes (6×16 float32, 6×8 float64; strided 2, 4 and 6
+	// rows) on one ZMM vector per row, named with a Z: for products no
+	// wider than an AVX2 tile. Every element gets AVX2's operations in
+	// AVX2's order, so they give AVX2's bits, at up to twice its FMA
+	// width (6 accumulators); and a Rows kernel for two such tiles
+	// stacked (12 accumulators, the FMA units' full rate).
+	g.tag = "Z"
+	for _, size := range []int{4, 8} {
+		g.size = size
+		kernelPacked(g, kernelShape{rows: 6, nv: 1})
+		for _, rows := range []int{2, 4, 6} {
+			kernelStrided(g, kernelShape{rows: rows, nv: 1})
+		}
+		kernelRows(g, kernelShape{rows: 6, nv: 1})
+		kernelRowsTall(g, kernelShape{rows: 12, nv: 1})
+	}
+	g.tag = ""
+	// Tiles of 16 rows by one vector and 8 rows by two with A at a stride
+	// and B a Rows operand, both read in place (sixteen accumulators).
+	for _, size := range []int{4, 8} {
+		g.size = size
+		kernelStridedRowsB(g, kernelShape{rows: 16, nv: 1})
+		kernelStridedRowsB(g, kernelShape{rows: 8, nv: 2})
 	}
 }
 
