@@ -315,6 +315,10 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 		if cols < nr {
 			clear(d)
 		}
+		if seg == 1 {
+			gatherOnes(d, nr, cols, r.Data, offs[j*ld:], ld, kc, limit)
+			continue
+		}
 		for jj := 0; jj < cols; {
 			s, e := (j+jj)/seg, (j+jj)%seg
 			run := min(seg-e, cols-jj)
@@ -364,6 +368,33 @@ func gatherShort[T Float](d []T, nr int, data []T, offs []int, e, run, limit int
 		src := data[off+e : off+e+run]
 		for t := range q {
 			q[t] = src[t]
+		}
+	}
+}
+
+// gatherOnes gathers cols columns of a Rows B whose segments are single
+// elements into the panel d (nr columns, kc rows): column c of row p is
+// the element at offs[c*ld+p], zero for a negative offset. Row by row, so
+// that the panel is written in order. Not inlined: in packBRows's body its
+// loop ran out of registers.
+//
+//go:noinline
+func gatherOnes[T Float](d []T, nr, cols int, data []T, offs []int, ld, kc, limit int) {
+	if cols == 0 || kc == 0 {
+		return
+	}
+	_ = offs[(cols-1)*ld+kc-1]
+	for p := range kc {
+		row := d[p*nr : p*nr+cols]
+		for c := range row {
+			off := offs[c*ld+p]
+			var v T
+			if uint(off) <= uint(limit) {
+				v = data[off]
+			} else if off >= 0 {
+				panic(errOffset)
+			}
+			row[c] = v
 		}
 	}
 }
