@@ -135,14 +135,14 @@ func (st *wsState[T]) runCell(w, cell int) {
 	}
 }
 
-// rowSplit returns how many pieces (at most 8) each of the grid's row
+// rowSplit returns how many pieces (at most 4) each of the grid's row
 // ranges is cut into for runParallel: only ranges of several row blocks
 // whose pieces keep enough work, since each piece repacks its B block.
 func rowSplit(m, n, k, tm, tn int, blk blocking) int {
 	const minPieceFlops = 1 << 24 // ~0.2 ms on one core
 	rows := ceilDiv(m, tm)
 	flops := 2 * float64(rows) * float64(ceilDiv(n, tn)) * float64(k)
-	q := min(8, rows/(4*blk.mc), int(flops/minPieceFlops))
+	q := min(4, rows/(4*blk.mc), int(flops/minPieceFlops))
 	return max(1, q)
 }
 
