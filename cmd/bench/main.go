@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -138,6 +139,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Int("warmup", 3, "untimed warm-up repetitions")
 	minTime := fs.Duration("min-time", 500*time.Millisecond, "minimum total timed duration per mode")
 	list := fs.Bool("list", false, "list the workloads and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -167,6 +169,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "bench: unknown workload %q (see -list)\n", n)
 			return 2
 		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	status := 0
 	enc := json.NewEncoder(stdout)

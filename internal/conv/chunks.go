@@ -12,7 +12,7 @@ const (
 	maxPartials = 64
 	// sumGrain is the least number of filter-gradient elements per
 	// goroutine when the partials are added.
-	sumGrain = 1 << 14
+	sumGrain = 1 << 10
 	// filterSplit: several filter-gradient chunks are made a multiple of
 	// this many, so that they divide evenly among 1, 2 or 4 threads.
 	filterSplit = 4

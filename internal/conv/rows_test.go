@@ -91,3 +91,46 @@ func BenchmarkRowsOffsets(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFilterOneChannel times the filter gradient of W10's first
+// convolution (3x3 SAME, 28x28, one input channel, 32 filters, batch 64):
+// a Rows B of one-element segments gathered into the GEMM's panels.
+func BenchmarkFilterOneChannel(b *testing.B) {
+	g := Geom{N: 64, H: 28, W: 28, C: 1, KH: 3, KW: 3, CF: 1, O: 32, G: 1, OG: 32,
+		OH: 28, OW: 28, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PB: 1, PL: 1, PR: 1}
+	x := make([]float32, g.N*g.H*g.W*g.C)
+	dy := make([]float32, g.N*g.OH*g.OW*g.O)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	for i := range dy {
+		dy[i] = float32(i%5) - 2
+	}
+	df := make([]float32, g.KCol()*g.O)
+	na, np := BackpropFilterScratch(&g)
+	acc, parts := make([]float64, na), make([]float32, np)
+	for b.Loop() {
+		clear(acc)
+		BackpropFilter(df, x, dy, &g, 1, acc, parts)
+	}
+}
+
+// BenchmarkForwardOneChannel times the forward pass of W10's first
+// convolution (3x3 SAME, 28x28, one input channel, 32 filters, batch 64):
+// a Rows A of one-element segments read in place by the GEMM.
+func BenchmarkForwardOneChannel(b *testing.B) {
+	g := Geom{N: 64, H: 28, W: 28, C: 1, KH: 3, KW: 3, CF: 1, O: 32, G: 1, OG: 32,
+		OH: 28, OW: 28, SH: 1, SW: 1, DH: 1, DW: 1, PT: 1, PB: 1, PL: 1, PR: 1}
+	x := make([]float32, g.N*g.H*g.W*g.C)
+	f := make([]float32, g.KCol()*g.O)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	for i := range f {
+		f[i] = float32(i%5) - 2
+	}
+	out := make([]float32, g.N*g.OH*g.OW*g.O)
+	for b.Loop() {
+		Forward(out, x, f, &g, 1)
+	}
+}

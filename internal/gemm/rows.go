@@ -315,10 +315,21 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 		if cols < nr {
 			clear(d)
 		}
+		if seg == 1 {
+			gatherOnes(d, nr, cols, r.Data, offs[j*ld:], ld, kc, limit)
+			continue
+		}
 		for jj := 0; jj < cols; {
 			s, e := (j+jj)/seg, (j+jj)%seg
 			run := min(seg-e, cols-jj)
 			o := offs[s*ld : s*ld+kc]
+			if run <= shortRun {
+				// A few elements per row (a convolution's one to a few
+				// input channels): element by element, not a call each.
+				gatherShort(d[jj:], nr, r.Data, o, e, run, limit)
+				jj += run
+				continue
+			}
 			for p, off := range o {
 				q := d[p*nr+jj : p*nr+jj+run]
 				if off > limit {
@@ -331,6 +342,59 @@ func packBRows[T Float](dst []T, r *Rows[T], offs []int, ld, kc, j0, nc, nr int)
 				copy(q, r.Data[off+e:off+e+run])
 			}
 			jj += run
+		}
+	}
+}
+
+// shortRun is the longest run of a segment that packBRows gathers element
+// by element instead of with a copy per row.
+const shortRun = 4
+
+// gatherShort writes elements [e, e+run) of the segments at offs (zeros
+// for a negative offset) into d[p*nr : p*nr+run] for every p, run <=
+// shortRun: packBRows's gather of a short run.
+func gatherShort[T Float](d []T, nr int, data []T, offs []int, e, run, limit int) {
+	for p, off := range offs {
+		q := d[p*nr : p*nr+run]
+		if off > limit {
+			panic(errOffset)
+		}
+		if off < 0 {
+			for t := range q {
+				q[t] = 0
+			}
+			continue
+		}
+		src := data[off+e : off+e+run]
+		for t := range q {
+			q[t] = src[t]
+		}
+	}
+}
+
+// gatherOnes gathers cols columns of a Rows B whose segments are single
+// elements into the panel d (nr columns, kc rows): column c of row p is
+// the element at offs[c*ld+p], zero for a negative offset. Row by row, so
+// that the panel is written in order. Not inlined: in packBRows's body its
+// loop ran out of registers.
+//
+//go:noinline
+func gatherOnes[T Float](d []T, nr, cols int, data []T, offs []int, ld, kc, limit int) {
+	if cols == 0 || kc == 0 {
+		return
+	}
+	_ = offs[(cols-1)*ld+kc-1]
+	for p := range kc {
+		row := d[p*nr : p*nr+cols]
+		for c := range row {
+			off := offs[c*ld+p]
+			var v T
+			if uint(off) <= uint(limit) {
+				v = data[off]
+			} else if off >= 0 {
+				panic(errOffset)
+			}
+			row[c] = v
 		}
 	}
 }

@@ -98,7 +98,7 @@ func runRows[T Float](tc *gemmCase, rc *rowsCase, which string, threads int) []T
 func TestGemmRows(t *testing.T) {
 	type shape struct{ m, n, nseg, seg int }
 	shapesA := []shape{{1, 1, 1, 1}, {7, 16, 9, 16}, {13, 32, 9, 16}, {40, 17, 3, 5}, {6, 33, 2, 40}, {31, 16, 9, 32}, {20, 8, 1, 300}, {64, 48, 5, 64}}
-	shapesB := []shape{{1, 1, 1, 1}, {32, 144, 50, 16}, {13, 9, 37, 3}, {6, 48, 20, 16}, {7, 40, 31, 20}, {36, 64, 70, 32}, {5, 8, 9, 8}, {12, 24, 300, 24}}
+	shapesB := []shape{{1, 1, 1, 1}, {32, 144, 50, 16}, {13, 9, 37, 3}, {6, 48, 20, 16}, {7, 40, 31, 20}, {36, 64, 70, 32}, {5, 8, 9, 8}, {12, 24, 300, 24}, {32, 700, 9, 1}, {9, 70, 27, 3}}
 	betas := []float64{0, 1, -0.5}
 	for _, p := range paths(t) {
 		for _, blocks := range []string{"default", "small", "small-wholeK"} {
