@@ -133,7 +133,8 @@ const parAllocBound = 2
 // allocates nothing; on two threads a closure per parallel loop at most.
 // The two-thread count is taken with runtime.MemStats at the process's
 // GOMAXPROCS (testing.AllocsPerRun runs at one, where every worker comes
-// late), as the least of fifteen runs: a run may also see the worker
+// late), as the least of fifteen runs (up to 300 while none meets the
+// bound): a run may also see the worker
 // pool start a goroutine for a job while the worker it last handed one
 // is still waking up (internal/parallel bounds the pool). (Excluded from
 // -race builds, whose instrumentation allocates.)

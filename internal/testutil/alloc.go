@@ -116,7 +116,8 @@ func clearData(d *tensor.Dense) {
 // nothing (testing.AllocsPerRun over twenty runs); on more threads at most
 // parBound. The count on more threads is taken with runtime.MemStats at
 // the process's GOMAXPROCS (testing.AllocsPerRun runs at one, where every
-// worker comes late), after ten more calls, as the least of fifteen runs.
+// worker comes late), after ten more calls, as the least of fifteen runs
+// (or of up to 300 while none meets parBound).
 func CheckAllocs(t *testing.T, name string, threads int, parBound uint64, run func()) {
 	t.Helper()
 	run()
@@ -131,17 +132,22 @@ func CheckAllocs(t *testing.T, name string, threads int, parBound uint64, run fu
 	for range 10 {
 		run()
 	}
+	// The least of at least 15 runs, and of up to 300 while none meets the
+	// bound: on a loaded machine (CI runs packages side by side) a worker
+	// may come late on every one of 15 runs, making the pool start a
+	// goroutine; a kernel that allocates on every call fails all 300.
 	least := uint64(math.MaxUint64)
-	for range 15 {
+	runs := 0
+	for ; runs < 15 || least > parBound && runs < 300; runs++ {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		run()
 		runtime.ReadMemStats(&m1)
 		least = min(least, m1.Mallocs-m0.Mallocs)
 	}
-	t.Logf("%-18s two threads: %v allocations per run", name, least)
+	t.Logf("%-18s two threads: %v allocations per run (least of %d runs)", name, least, runs)
 	if least > parBound {
-		t.Errorf("%s, two threads: %v allocations per run, want at most %d", name, least, parBound)
+		t.Errorf("%s, two threads: %v allocations per run (least of %d runs), want at most %d", name, least, runs, parBound)
 	}
 }
 
