@@ -347,13 +347,7 @@ func kernelRows(g *gen, s kernelShape) {
 	g.DECQ(reg.RDI)
 	g.JNZ(lbl("seg"))
 
-	g.Label("store")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	bad := g.arg("bad")
-	s.store(g, func() { g.MOVB(imm(0), bad) })
-	g.badExit(bad)
+	storeRowsTile(g, s)
 }
 
 // kernelRowsTall writes the Rows kernel of a tile of s.rows (more than 6,
@@ -462,13 +456,7 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.DECQ(segsLeft)
 	g.JNZ(lbl("seg"))
 
-	g.Label("store")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	bad := g.arg("bad")
-	s.store(g, func() { g.MOVB(imm(0), bad) })
-	g.badExit(bad)
+	storeRowsTile(g, s)
 }
 
 // kernelStridedRowsB writes the kernel of a tile of s.rows rows by s.nv
@@ -569,6 +557,19 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 	loadB(0, reg.R8)
 	fmas(0, mem(reg.RAX, 0))
 	g.Label("done")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
+
+// storeRowsTile writes the epilogue of the kernels that read a Rows
+// operand: label store, C's pointer and stride loaded from the frame, the
+// tile stored, and bad = false returned.
+func storeRowsTile(g *gen, s kernelShape) {
+	g.Label("store")
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)
 	g.shlSize(reg.RDX)
