@@ -24,7 +24,7 @@ func TestBothInPlaceMatchesPacked(t *testing.T) {
 	withTier(cpu.AVX512, func() {
 		for _, blocks := range []string{"default", "small"} {
 			body := func() {
-				for ci, s := range []struct{ m, nseg, k, vecs int }{{16, 1, 1, 1}, {16, 9, 300, 1}, {32, 9, 4096, 1}, {48, 3, 77, 1}, {32, 2, 513, 1},
+				for ci, s := range []struct{ m, nseg, k, vecs int }{{16, 1, 1, 1}, {16, 9, 300, 1}, {32, 9, 4096, 1}, {48, 3, 77, 1}, {32, 2, 513, 1}, {24, 4, 100, 1}, {8, 5, 33, 1},
 					{8, 1, 1, 2}, {8, 9, 300, 2}, {64, 9, 1000, 2}, {24, 3, 77, 2}} {
 					for _, f64 := range []bool{false, true} {
 						seg := 16 * s.vecs
