@@ -240,7 +240,8 @@ func checkSRows(kc, na, lda, nOffs, ld, nseg, seg, size, nc, ldc int) {
 }
 
 // srowsF32 runs the tile's segments up to three at a time (one-vector
-// segments) or one at a time (two-vector segments).
+// segments) or two vectors of one segment at a time (segments of a
+// multiple of two vectors).
 func srowsF32(kc int, a []float32, lda int, offs []int, ld, nseg, seg int, data, c []float32, ldc int, alpha, beta float32) {
 	checkSRows(kc, len(a), lda, len(offs), ld, nseg, seg, 4, len(c), ldc)
 	limit := len(data) - seg
@@ -250,7 +251,11 @@ func srowsF32(kc int, a []float32, lda int, offs []int, ld, nseg, seg int, data,
 		n := 1
 		switch {
 		case seg != 16:
-			bad = sgemmKernelSR8x32(kc, &a[0], lda, o, unsafe.SliceData(data), &zero32[0], cs, ldc, alpha, beta, limit)
+			// Two vectors of the segment at a time: the same data
+			// shifted, the same offsets and limit.
+			for h := 0; h < seg && !bad; h += 32 {
+				bad = sgemmKernelSR8x32(kc, &a[0], lda, o, unsafe.SliceData(data[h:]), &zero32[0], &c[s*seg+h], ldc, alpha, beta, limit)
+			}
 		case nseg-s >= 3:
 			n = 3
 			bad = sgemmKernelSR8x16x3(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero32[0], cs, ldc, alpha, beta, limit)
@@ -277,7 +282,11 @@ func srowsF64(kc int, a []float64, lda int, offs []int, ld, nseg, seg int, data,
 		n := 1
 		switch {
 		case seg != 8:
-			bad = dgemmKernelSR8x16(kc, &a[0], lda, o, unsafe.SliceData(data), &zero64[0], cs, ldc, alpha, beta, limit)
+			// Two vectors of the segment at a time: the same data
+			// shifted, the same offsets and limit.
+			for h := 0; h < seg && !bad; h += 16 {
+				bad = dgemmKernelSR8x16(kc, &a[0], lda, o, unsafe.SliceData(data[h:]), &zero64[0], &c[s*seg+h], ldc, alpha, beta, limit)
+			}
 		case nseg-s >= 3:
 			n = 3
 			bad = dgemmKernelSR8x8x3(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero64[0], cs, ldc, alpha, beta, limit)

@@ -173,10 +173,10 @@ func bothInPlaceKernel[T Float](pr *problem[T], isa cpu.ISA, threads int) (srows
 
 // srowsRows returns the rows of the in-place tile for B segments of
 // segBytes bytes: 8 for one ZMM vector (tiles of up to three segments)
-// and for two; 0 for none.
+// and for a multiple of two (tiles of two vectors of a segment); 0 for
+// none.
 func srowsRows(segBytes int) int {
-	switch segBytes {
-	case 64, 128:
+	if segBytes == 64 || segBytes > 0 && segBytes%128 == 0 {
 		return 8
 	}
 	return 0
