@@ -117,7 +117,7 @@ func (m *rowsMap) Offsets(pos, n int, dst []int, ld int) {
 			}
 			base := b*m.img + y*m.rowLen
 			for q := 0; q < m.kw; q++ {
-				addInts(dst[(s+q)*ld+r:(s+q)*ld+r+l], m.tmpl[q*m.ow+j:q*m.ow+j+l], base)
+				gemm.AddOffsets(dst[(s+q)*ld+r:(s+q)*ld+r+l], m.tmpl[q*m.ow+j:q*m.ow+j+l], base)
 			}
 		}
 		r += l
@@ -129,20 +129,6 @@ func (m *rowsMap) Offsets(pos, n int, dst []int, ld int) {
 				b++
 			}
 		}
-	}
-}
-
-// addInts sets dst[t] = src[t] + v for t < len(src) (len(dst) >= len(src)),
-// four elements per iteration.
-func addInts(dst, src []int, v int) {
-	dst = dst[:len(src)]
-	t := 0
-	for ; t+4 <= len(src); t += 4 {
-		d, s := dst[t:t+4:t+4], src[t:t+4:t+4]
-		d[0], d[1], d[2], d[3] = s[0]+v, s[1]+v, s[2]+v, s[3]+v
-	}
-	for ; t < len(src); t++ {
-		dst[t] = src[t] + v
 	}
 }
 

@@ -300,6 +300,11 @@ func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data *float32, zer
 //go:noescape
 func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
 
+// addOffsets512 sets dst[t] = src[t] + v for t < n (AVX-512).
+//
+//go:noescape
+func addOffsets512(dst *int, src *int, n int, v int)
+
 // sgemmKernelSR8x16x1 computes a 8×16 tile (float32, AVX-512): 1 segments of 16 columns,
 // with A element (i, p) at a[p*lda+i] and segment v's row p the 16
 // elements at data[offs[v*ldo+p]], or the zero buffer when that offset is

@@ -6381,6 +6381,41 @@ bad:
 	VZEROUPPER
 	RET
 
+// func addOffsets512(dst *int, src *int, n int, v int)
+// Requires: AVX, AVX512F
+TEXT ·addOffsets512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VPBROADCASTQ v+24(FP), Z0
+	CMPQ         CX, $0x08
+	JL           tail
+
+loop:
+	VPADDQ    (SI), Z0, Z1
+	VMOVDQU64 Z1, (DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x40, DI
+	SUBQ      $0x08, CX
+	CMPQ      CX, $0x08
+	JGE       loop
+
+tail:
+	// The last n < 8 elements under a mask.
+	TESTQ       CX, CX
+	JZ          done
+	MOVL        $0x00000001, R8
+	SHLL        CL, R8
+	DECL        R8
+	KMOVW       R8, K1
+	VMOVDQU64.Z (SI), K1, Z1
+	VPADDQ      Z1, Z0, Z1
+	VMOVDQU64   Z1, K1, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
 // func sgemmKernelSR8x16x1(k int, a *float32, lda int, offs *int, ldo int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
 // Requires: AVX, AVX512DQ, AVX512F, CMOV, MMX+
 TEXT ·sgemmKernelSR8x16x1(SB), NOSPLIT, $0-89

@@ -59,6 +59,41 @@ func BenchmarkKernelW1(b *testing.B) {
 		}
 		b.ReportMetric(2*float64(m)*16*9*c*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+	b.Run("bwdInput12x16L1", func(b *testing.B) {
+		const c = 32
+		offs, m := convOffs(n, h, w, c)
+		for i := range offs {
+			offs[i] = (i % 24) * c
+		}
+		data := fill32(m * c)
+		pb := fill32(9 * c * 16)
+		out := make([]float32, 24*16)
+		limit := len(data) - c
+		for b.Loop() {
+			for i0 := 0; i0+12 <= m; i0 += 12 {
+				sgemmKernelRows12x16Z(5, c, 0, &offs[i0], m, &data[0], &zero32[0], &pb[0], &out[(i0%24)*16], 16, 1, 0, limit)
+				sgemmKernelRows12x16Z(4, c, 0, &offs[5*m+i0], m, &data[0], &zero32[0], &pb[5*c*16], &out[(i0%24)*16], 16, 1, 1, limit)
+			}
+		}
+		b.ReportMetric(2*float64(m)*16*9*c*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("bwdInput12x16L1one", func(b *testing.B) {
+		const c = 32
+		offs, m := convOffs(n, h, w, c)
+		for i := range offs {
+			offs[i] = (i % 24) * c
+		}
+		data := fill32(m * c)
+		pb := fill32(9 * c * 16)
+		out := make([]float32, 24*16)
+		limit := len(data) - c
+		for b.Loop() {
+			for i0 := 0; i0+12 <= m; i0 += 12 {
+				sgemmKernelRows12x16Z(9, c, 0, &offs[i0], m, &data[0], &zero32[0], &pb[0], &out[(i0%24)*16], 16, 1, 0, limit)
+			}
+		}
+		b.ReportMetric(2*float64(m)*16*9*c*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
 	b.Run("fwd6x32", func(b *testing.B) {
 		const c = 16
 		offs, m := convOffs(n, h, w, c)

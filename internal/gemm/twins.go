@@ -556,3 +556,17 @@ func dgemmKernelSR8x8x2(k int, a *float64, lda int, offs *int, ldo int, data, ze
 func dgemmKernelSR8x8x3(k int, a *float64, lda int, offs *int, ldo int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinSRowsSegs(8, 8, 3, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
 }
+
+// twinAddOffsets is the loop of the addOffsets routines.
+func twinAddOffsets(dst, src *int, n, v int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for t := range s {
+		d[t] = s[t] + v
+	}
+}
+
+// addOffsets256 is the Go twin of the assembly routine: twinAddOffsets.
+func addOffsets256(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }
+
+// addOffsets512 is the Go twin of the assembly routine: twinAddOffsets.
+func addOffsets512(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }

@@ -274,6 +274,7 @@ func genAVX2(g *gen) {
 		gatherRows(g, 2)
 		gatherSegs(g)
 	}
+	addOffsets(g)
 }
 
 // genAVX512 writes the AVX-512 routines: the 6×32 float32 and 6×16
@@ -329,6 +330,7 @@ func genAVX512(g *gen) {
 		g.size = size
 		kernelStridedRowsB(g, kernelShape{rows: 8, nv: 2})
 	}
+	addOffsets(g)
 	for _, size := range []int{4, 8} {
 		g.size = size
 		for segs := 1; segs <= 3; segs++ {
