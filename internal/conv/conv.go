@@ -48,7 +48,7 @@ func BackpropInputScratch(g *Geom, threads int) int {
 		items = g.N
 	}
 	nw, _ := workers(threads, items)
-	return nw * ch.rows * kcol
+	return nw*ch.rows*kcol + kcol*g.O // im2col buffers, the transposed filter
 }
 
 // BackpropInput computes the input gradient dx of a convolution from the
@@ -92,7 +92,12 @@ func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
 		items, per = g.N, ch.perImg
 	}
 	nw, gt := workers(threads, items)
-	job := col2imJob[T]{g: *g, f: f, dy: dy, dx: dx, buf: scratch[:nw*ch.rows*kcol], ch: ch, per: per, gt: gt}
+	// The filter transposed once, [O][kcol]: every chunk's GEMM then packs
+	// its B panels from contiguous rows (the same panels, so the same
+	// bits, as from f with transB).
+	ft := scratch[nw*ch.rows*kcol:][:kcol*g.O]
+	transposeFilter(ft, f, kcol, g.O)
+	job := col2imJob[T]{g: *g, f: ft, dy: dy, dx: dx, buf: scratch[:nw*ch.rows*kcol], ch: ch, per: per, gt: gt}
 	if nw <= 1 {
 		for i := range items {
 			job.item(0, i)
@@ -107,8 +112,8 @@ func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
 // rows dy·filterᵀ of its chunks, scattered back into dx.
 type col2imJob[T Float] struct {
 	g         Geom // a copy: a pointer would move the caller's to the heap
-	f, dy, dx []T
-	buf       []T // one im2col buffer per worker
+	f, dy, dx []T  // f transposed: [O][kcol]
+	buf       []T  // one im2col buffer per worker
 	ch        chunks
 	per, gt   int
 }
@@ -120,8 +125,26 @@ func (j *col2imJob[T]) item(w, i int) {
 	for c := i * j.per; c < (i+1)*j.per; c++ {
 		r0, r1 := j.ch.bounds(c)
 		for grp := 0; grp < g.G; grp++ {
-			gemm.Gemm(false, true, r1-r0, kcol, g.OG, 1, j.dy[r0*g.O+grp*g.OG:], g.O, j.f[grp*g.OG:], g.O, 0, col, kcol, j.gt)
+			gemm.Gemm(false, false, r1-r0, kcol, g.OG, 1, j.dy[r0*g.O+grp*g.OG:], g.O, j.f[grp*g.OG*kcol:], kcol, 0, col, kcol, j.gt)
 			col2im(g, col, grp, r0, r1, j.dx)
+		}
+	}
+}
+
+// transposeFilter writes the filter f [kcol][o] transposed into ft
+// [o][kcol], in blocks of 16×16 so that both sides stay in cache.
+func transposeFilter[T Float](ft, f []T, kcol, o int) {
+	const blk = 16
+	for k0 := 0; k0 < kcol; k0 += blk {
+		k1 := min(k0+blk, kcol)
+		for o0 := 0; o0 < o; o0 += blk {
+			o1 := min(o0+blk, o)
+			for k := k0; k < k1; k++ {
+				row := f[k*o : (k+1)*o]
+				for c := o0; c < o1; c++ {
+					ft[c*kcol+k] = row[c]
+				}
+			}
 		}
 	}
 }

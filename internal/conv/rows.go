@@ -21,12 +21,15 @@ func rowsOf[T Float](g *Geom, x []T, grp, r0 int, m *rowsMap) gemm.Rows[T] {
 // gemm.Offsetter of their gemm.Rows. Maps are pooled (getRowsMap), so
 // that a call hands the GEMM an Offsetter without allocating one.
 type rowsMap struct {
-	h, kh, kw, dh      int
-	sh, sw, pt, oh, ow int
-	img, rowLen, c     int   // image and input row strides; depth
-	xoff               []int // per kw tap: input offset of output column 0's pixel (may be outside)
-	jlo, jhi           []int // per kw tap: output columns whose pixel lies within the input's width
+	h, kh, dh, sh, pt int
+	oh, ow, kw        int
+	img, rowLen       int   // image and input row strides
+	tmpl              []int // [kw][ow]: offset within an input row of tap q's pixel at output column j, or noTap
 }
+
+// noTap marks a tap in the padding in rowsMap.tmpl: negative by so much
+// that adding any offset of the input keeps it negative.
+const noTap = -1 << 62
 
 // maps is the free list of rowsMap.
 var maps struct {
@@ -49,18 +52,22 @@ func getRowsMap(g *Geom) *rowsMap {
 		m = new(rowsMap)
 	}
 	*m = rowsMap{
-		h: g.H, kh: g.KH, kw: g.KW, dh: g.DH,
-		sh: g.SH, sw: g.SW, pt: g.PT, oh: g.OH, ow: g.OW,
-		img: g.H * g.W * g.C, rowLen: g.W * g.C, c: g.C,
-		xoff: resizeInts(m.xoff, g.KW), jlo: resizeInts(m.jlo, g.KW), jhi: resizeInts(m.jhi, g.KW),
+		h: g.H, kh: g.KH, dh: g.DH, sh: g.SH, pt: g.PT,
+		oh: g.OH, ow: g.OW, kw: g.KW,
+		img: g.H * g.W * g.C, rowLen: g.W * g.C,
+		tmpl: resizeInts(m.tmpl, g.KW*g.OW),
 	}
 	for q := range g.KW {
 		// Column j reads input column x = j·sw + x0 with x0 = q·dw - pl;
-		// 0 <= x < w for j in [jlo, jhi).
+		// 0 <= x < w for j in [lo, hi).
 		x0 := q*g.DW - g.PL
-		m.xoff[q] = x0 * g.C
 		lo, hi := tapRange(x0, g.SW, g.OW, g.W)
-		m.jlo[q], m.jhi[q] = lo, hi
+		t := m.tmpl[q*g.OW : (q+1)*g.OW]
+		fillInts(t[:lo], noTap)
+		for j := lo; j < hi; j++ {
+			t[j] = (j*g.SW + x0) * g.C
+		}
+		fillInts(t[hi:], noTap)
 	}
 	return m
 }
@@ -81,20 +88,6 @@ func fillInts(s []int, v int) {
 	}
 }
 
-// fillSeq sets s[t] = v + t·step, four elements per iteration.
-func fillSeq(s []int, v, step int) {
-	t := 0
-	for ; t+4 <= len(s); t += 4 {
-		q := s[t : t+4 : t+4]
-		q[0], q[1], q[2], q[3] = v, v+step, v+2*step, v+3*step
-		v += 4 * step
-	}
-	for ; t < len(s); t++ {
-		s[t] = v
-		v += step
-	}
-}
-
 // resizeInts returns s with length n, reusing its storage when it can.
 func resizeInts(s []int, n int) []int {
 	if cap(s) < n {
@@ -104,28 +97,27 @@ func resizeInts(s []int, n int) []int {
 }
 
 // Offsets writes the offsets of positions [pos, pos+n) to dst[s*ld+r], one
-// tap and one output row at a time: -1 for the columns whose pixel falls
-// in the padding, an arithmetic sequence for the others.
+// tap and one output row at a time: -1 for a kernel row in the padding,
+// else the row's base plus the map's per-column template (which stays
+// negative for the columns in the padding).
 func (m *rowsMap) Offsets(pos, n int, dst []int, ld int) {
 	p := m.oh * m.ow
 	b, rem := pos/p, pos%p
 	i, j := rem/m.ow, rem%m.ow
-	step := m.sw * m.c
 	for r := 0; r < n; {
 		l := min(m.ow-j, n-r) // positions left in this output row
 		for a := 0; a < m.kh; a++ {
 			y := i*m.sh - m.pt + a*m.dh
-			for q := 0; q < m.kw; q++ {
-				row := dst[(a*m.kw+q)*ld+r : (a*m.kw+q)*ld+r+l]
-				if y < 0 || y >= m.h {
-					fillInts(row, -1)
-					continue
+			s := a * m.kw
+			if y < 0 || y >= m.h {
+				for q := 0; q < m.kw; q++ {
+					fillInts(dst[(s+q)*ld+r:(s+q)*ld+r+l], -1)
 				}
-				lo := min(max(j, m.jlo[q]), j+l) - j
-				hi := max(min(j+l, m.jhi[q])-j, lo)
-				fillInts(row[:lo], -1)
-				fillSeq(row[lo:hi], b*m.img+y*m.rowLen+m.xoff[q]+(j+lo)*step, step)
-				fillInts(row[hi:], -1)
+				continue
+			}
+			base := b*m.img + y*m.rowLen
+			for q := 0; q < m.kw; q++ {
+				gemm.AddOffsets(dst[(s+q)*ld+r:(s+q)*ld+r+l], m.tmpl[q*m.ow+j:q*m.ow+j+l], base)
 			}
 		}
 		r += l

@@ -232,31 +232,74 @@ func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc
 // The AVX-512 kernels reading a stored Aᵀ and a Rows B in place
 // (srowsKernelFunc).
 
-func checkSRows(kc, na, lda, nOffs, seg, size, nc, ldc int) int {
+func checkSRows(kc, na, lda, nOffs, ld, nseg, seg, size, nc, ldc int) {
 	rows := srowsRows(seg * size)
-	if rows == 0 || kc < 1 || lda < rows || na < (kc-1)*lda+rows || nOffs < kc || seg > zeroLen || nc < (rows-1)*ldc+seg {
+	if rows == 0 || kc < 1 || nseg < 1 || ld < kc || lda < rows || na < (kc-1)*lda+rows || nOffs < (nseg-1)*ld+kc || seg > zeroLen || nc < (rows-1)*ldc+nseg*seg {
 		panic("gemm: bad in-place tile")
 	}
-	return rows
 }
 
-func srowsF32(kc int, a []float32, lda int, offs []int, seg int, data, c []float32, ldc int, alpha, beta float32) {
-	k := sgemmKernelSR16x16
-	if checkSRows(kc, len(a), lda, len(offs), seg, 4, len(c), ldc) == 8 {
-		k = sgemmKernelSR8x32
-	}
-	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero32[0], &c[0], ldc, alpha, beta, len(data)-seg) {
-		panic(errOffset)
+// srowsF32 runs the tile's segments up to three at a time (one-vector
+// segments) or two vectors of one segment at a time (segments of a
+// multiple of two vectors).
+func srowsF32(kc int, a []float32, lda int, offs []int, ld, nseg, seg int, data, c []float32, ldc int, alpha, beta float32) {
+	checkSRows(kc, len(a), lda, len(offs), ld, nseg, seg, 4, len(c), ldc)
+	limit := len(data) - seg
+	for s := 0; s < nseg; {
+		o, cs := &offs[s*ld], &c[s*seg]
+		var bad bool
+		n := 1
+		switch {
+		case seg != 16:
+			// Two vectors of the segment at a time: the same data
+			// shifted, the same offsets and limit.
+			for h := 0; h < seg && !bad; h += 32 {
+				bad = sgemmKernelSR8x32(kc, &a[0], lda, o, unsafe.SliceData(data[h:]), &zero32[0], &c[s*seg+h], ldc, alpha, beta, limit)
+			}
+		case nseg-s >= 3:
+			n = 3
+			bad = sgemmKernelSR8x16x3(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero32[0], cs, ldc, alpha, beta, limit)
+		case nseg-s == 2:
+			n = 2
+			bad = sgemmKernelSR8x16x2(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero32[0], cs, ldc, alpha, beta, limit)
+		default:
+			bad = sgemmKernelSR8x16x1(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero32[0], cs, ldc, alpha, beta, limit)
+		}
+		if bad {
+			panic(errOffset)
+		}
+		s += n
 	}
 }
 
-func srowsF64(kc int, a []float64, lda int, offs []int, seg int, data, c []float64, ldc int, alpha, beta float64) {
-	k := dgemmKernelSR16x8
-	if checkSRows(kc, len(a), lda, len(offs), seg, 8, len(c), ldc) == 8 {
-		k = dgemmKernelSR8x16
-	}
-	if k(kc, &a[0], lda, &offs[0], unsafe.SliceData(data), &zero64[0], &c[0], ldc, alpha, beta, len(data)-seg) {
-		panic(errOffset)
+// srowsF64 is srowsF32 for float64.
+func srowsF64(kc int, a []float64, lda int, offs []int, ld, nseg, seg int, data, c []float64, ldc int, alpha, beta float64) {
+	checkSRows(kc, len(a), lda, len(offs), ld, nseg, seg, 8, len(c), ldc)
+	limit := len(data) - seg
+	for s := 0; s < nseg; {
+		o, cs := &offs[s*ld], &c[s*seg]
+		var bad bool
+		n := 1
+		switch {
+		case seg != 8:
+			// Two vectors of the segment at a time: the same data
+			// shifted, the same offsets and limit.
+			for h := 0; h < seg && !bad; h += 16 {
+				bad = dgemmKernelSR8x16(kc, &a[0], lda, o, unsafe.SliceData(data[h:]), &zero64[0], &c[s*seg+h], ldc, alpha, beta, limit)
+			}
+		case nseg-s >= 3:
+			n = 3
+			bad = dgemmKernelSR8x8x3(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero64[0], cs, ldc, alpha, beta, limit)
+		case nseg-s == 2:
+			n = 2
+			bad = dgemmKernelSR8x8x2(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero64[0], cs, ldc, alpha, beta, limit)
+		default:
+			bad = dgemmKernelSR8x8x1(kc, &a[0], lda, o, ld, unsafe.SliceData(data), &zero64[0], cs, ldc, alpha, beta, limit)
+		}
+		if bad {
+			panic(errOffset)
+		}
+		s += n
 	}
 }
 

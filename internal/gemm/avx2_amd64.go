@@ -147,3 +147,8 @@ func gatherRows64F64(dst *float64, a *float64, zero *float64, offs *int, n int, 
 //
 //go:noescape
 func gatherSegs32F64(dst *float64, a *float64, zero *float64, offs *int, ldo int, n int, chunks int, limit int) (bad bool)
+
+// addOffsets256 sets dst[t] = src[t] + v for t < n (AVX2; n a multiple of 4).
+//
+//go:noescape
+func addOffsets256(dst *int, src *int, n int, v int)

@@ -2610,3 +2610,26 @@ bad:
 	MOVB $0x01, bad+64(FP)
 	VZEROUPPER
 	RET
+
+// func addOffsets256(dst *int, src *int, n int, v int)
+// Requires: AVX, AVX2
+TEXT ·addOffsets256(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VPBROADCASTQ v+24(FP), Y0
+	CMPQ         CX, $0x04
+	JL           tail
+
+loop:
+	VPADDQ  (SI), Y0, Y1
+	VMOVDQU Y1, (DI)
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DI
+	SUBQ    $0x04, CX
+	CMPQ    CX, $0x04
+	JGE     loop
+
+tail:
+	VZEROUPPER
+	RET

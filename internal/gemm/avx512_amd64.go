@@ -282,15 +282,6 @@ func dgemmKernelRows6x8Z(nseg int, seglen int, start int, offs *int, ldo int, a 
 //go:noescape
 func dgemmKernelRows12x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
 
-// sgemmKernelSR16x16 computes a 16×16 tile (float32, AVX-512) with A element (i, p) at
-// a[p*lda+i] and B's row p the 16 elements at data[offs[p]], or the zero
-// buffer when offs[p] is negative, for p < k (k >= 1): as
-// sgemmKernelS6x16 computes its tile, element by element. At the first
-// offset greater than limit it returns bad = true without writing C.
-//
-//go:noescape
-func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
-
 // sgemmKernelSR8x32 computes a 8×32 tile (float32, AVX-512) with A element (i, p) at
 // a[p*lda+i] and B's row p the 32 elements at data[offs[p]], or the zero
 // buffer when offs[p] is negative, for p < k (k >= 1): as
@@ -300,15 +291,6 @@ func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data *float32, ze
 //go:noescape
 func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
 
-// dgemmKernelSR16x8 computes a 16×8 tile (float64, AVX-512) with A element (i, p) at
-// a[p*lda+i] and B's row p the 8 elements at data[offs[p]], or the zero
-// buffer when offs[p] is negative, for p < k (k >= 1): as
-// dgemmKernelS6x8 computes its tile, element by element. At the first
-// offset greater than limit it returns bad = true without writing C.
-//
-//go:noescape
-func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
-
 // dgemmKernelSR8x16 computes a 8×16 tile (float64, AVX-512) with A element (i, p) at
 // a[p*lda+i] and B's row p the 16 elements at data[offs[p]], or the zero
 // buffer when offs[p] is negative, for p < k (k >= 1): as
@@ -317,3 +299,68 @@ func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data *float64, zer
 //
 //go:noescape
 func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// addOffsets512 sets dst[t] = src[t] + v for t < n (AVX-512).
+//
+//go:noescape
+func addOffsets512(dst *int, src *int, n int, v int)
+
+// sgemmKernelSR8x16x1 computes a 8×16 tile (float32, AVX-512): 1 segments of 16 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 16
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelSR8x16x1(k int, a *float32, lda int, offs *int, ldo int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// sgemmKernelSR8x16x2 computes a 8×32 tile (float32, AVX-512): 2 segments of 16 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 16
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelSR8x16x2(k int, a *float32, lda int, offs *int, ldo int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// sgemmKernelSR8x16x3 computes a 8×48 tile (float32, AVX-512): 3 segments of 16 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 16
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelSR8x16x3(k int, a *float32, lda int, offs *int, ldo int, data *float32, zero *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// dgemmKernelSR8x8x1 computes a 8×8 tile (float64, AVX-512): 1 segments of 8 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 8
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelSR8x8x1(k int, a *float64, lda int, offs *int, ldo int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// dgemmKernelSR8x8x2 computes a 8×16 tile (float64, AVX-512): 2 segments of 8 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 8
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelSR8x8x2(k int, a *float64, lda int, offs *int, ldo int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// dgemmKernelSR8x8x3 computes a 8×24 tile (float64, AVX-512): 3 segments of 8 columns,
+// with A element (i, p) at a[p*lda+i] and segment v's row p the 8
+// elements at data[offs[v*ldo+p]], or the zero buffer when that offset is
+// negative, for p < k (k >= 1): element by element as the strided
+// kernels compute their tiles. At the first offset greater than limit it
+// returns bad = true without writing C.
+//
+//go:noescape
+func dgemmKernelSR8x8x3(k int, a *float64, lda int, offs *int, ldo int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestBothInPlaceMatchesPacked checks that the AVX-512 kernels reading a
-// stored Aᵀ and a Rows B of one- or two-vector segments in place (a filter
+// stored Aᵀ and a Rows B of one-vector or 2n-vector segments in place (a filter
 // gradient's GEMM) give the bits of the path that gathers B into packed
 // panels, and the float64 loop's values: m a multiple of the tile's rows,
 // segments with negative (zero) offsets, k across several k blocks
@@ -24,8 +24,8 @@ func TestBothInPlaceMatchesPacked(t *testing.T) {
 	withTier(cpu.AVX512, func() {
 		for _, blocks := range []string{"default", "small"} {
 			body := func() {
-				for ci, s := range []struct{ m, nseg, k, vecs int }{{16, 1, 1, 1}, {16, 9, 300, 1}, {32, 9, 4096, 1}, {48, 3, 77, 1}, {32, 2, 513, 1},
-					{8, 1, 1, 2}, {8, 9, 300, 2}, {64, 9, 1000, 2}, {24, 3, 77, 2}} {
+				for ci, s := range []struct{ m, nseg, k, vecs int }{{16, 1, 1, 1}, {16, 9, 300, 1}, {32, 9, 4096, 1}, {48, 3, 77, 1}, {32, 2, 513, 1}, {24, 4, 100, 1}, {8, 5, 33, 1},
+					{8, 1, 1, 2}, {8, 9, 300, 2}, {64, 9, 1000, 2}, {24, 3, 77, 2}, {16, 3, 300, 4}, {64, 9, 700, 4}, {8, 2, 65, 6}} {
 					for _, f64 := range []bool{false, true} {
 						seg := 16 * s.vecs
 						if f64 {

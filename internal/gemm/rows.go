@@ -93,11 +93,12 @@ func checkRows[T Float](name string, rows, cols int, r Rows[T]) {
 	}
 }
 
-// srowsKernelFunc computes a tile of C of srowsRows(seg·size) rows by seg
-// columns with A at a stride (row i of step p at a[p*lda+i]) and B's row p
-// the seg elements at data[offs[p]] (zeros for a negative offset), for
-// p < kc, as stridedKernelFunc does from a packed B.
-type srowsKernelFunc[T Float] func(kc int, a []T, lda int, offs []int, seg int, data, c []T, ldc int, alpha, beta T)
+// srowsKernelFunc computes a tile of C of srowsRows(seg·size) rows by
+// nseg segments of seg columns with A at a stride (row i of step p at
+// a[p*lda+i]) and segment v's row p of B the seg elements at
+// data[offs[v*ld+p]] (zeros for a negative offset), for p < kc, as
+// stridedKernelFunc does from a packed B.
+type srowsKernelFunc[T Float] func(kc int, a []T, lda int, offs []int, ld, nseg, seg int, data, c []T, ldc int, alpha, beta T)
 
 // inPlaceRows lets the assembly kernel read a Rows A in place,
 // inPlaceTransA lets the strided kernels read a stored Aᵀ in place next to
@@ -152,7 +153,7 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 // pr does not suit it: AVX-512, a Rows B whose segments are one or two
 // vectors (16 or 32 float32, 8 or 16 float64: a convolution's filter
 // gradient with that many input channels per group), m a multiple of the
-// tile's rows (16 or 8), and one thread (the grid would give one cell;
+// tile's rows (8), and one thread (the grid would give one cell;
 // the filter gradient runs its chunks' GEMMs on one thread each).
 func bothInPlaceKernel[T Float](pr *problem[T], isa cpu.ISA, threads int) (srowsKernelFunc[T], int) {
 	var z T
@@ -171,19 +172,18 @@ func bothInPlaceKernel[T Float](pr *problem[T], isa cpu.ISA, threads int) (srows
 }
 
 // srowsRows returns the rows of the in-place tile for B segments of
-// segBytes bytes: 16 for one ZMM vector, 8 for two; 0 for none.
+// segBytes bytes: 8 for one ZMM vector (tiles of up to three segments)
+// and for a multiple of two (tiles of two vectors of a segment); 0 for
+// none.
 func srowsRows(segBytes int) int {
-	switch segBytes {
-	case 64:
-		return 16
-	case 128:
+	if segBytes == 64 || segBytes > 0 && segBytes%128 == 0 {
 		return 8
 	}
 	return 0
 }
 
-// bothInPlace computes C with kern, tile by tile (rows rows by one
-// segment of columns), k block by k block in order: for every element the
+// bothInPlace computes C with kern, tile by tile (rows rows by all
+// segments of columns), k block by k block in order: for every element the
 // operations of the packed path (each k block's chain of fused
 // multiply-adds, then alpha and the previous blocks' sum as beta), so the
 // same bits.
@@ -196,9 +196,7 @@ func (pr *problem[T]) bothInPlace(buf *buffers[T], kern srowsKernelFunc[T], rows
 		beta := pr.betaAt(pc)
 		for i0 := 0; i0 < pr.m; i0 += rows {
 			a := pr.a[pc*pr.lda+i0:]
-			for s := range nseg {
-				kern(kc, a, pr.lda, offs[s*ld:s*ld+kc], seg, pr.rb.Data, pr.c[i0*pr.ldc+s*seg:], pr.ldc, pr.alpha, beta)
-			}
+			kern(kc, a, pr.lda, offs, ld, nseg, seg, pr.rb.Data, pr.c[i0*pr.ldc:], pr.ldc, pr.alpha, beta)
 		}
 		pc += kc
 	}

@@ -497,16 +497,6 @@ func twinSRows[T Float](rows, nr, k int, a *T, lda int, offs *int, data, zero, c
 	return false
 }
 
-// sgemmKernelSR16x16 is the Go twin of the assembly routine: the loop of twinSRows.
-func sgemmKernelSR16x16(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
-	return twinSRows(16, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
-}
-
-// dgemmKernelSR16x8 is the Go twin of the assembly routine: the loop of twinSRows.
-func dgemmKernelSR16x8(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
-	return twinSRows(16, 8, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
-}
-
 // sgemmKernelSR8x32 is the Go twin of the assembly routine: the loop of twinSRows.
 func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
 	return twinSRows(8, 32, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
@@ -516,3 +506,67 @@ func sgemmKernelSR8x32(k int, a *float32, lda int, offs *int, data, zero, c *flo
 func dgemmKernelSR8x16(k int, a *float64, lda int, offs *int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
 	return twinSRows(8, 16, k, a, lda, offs, data, zero, c, ldc, alpha, beta, limit)
 }
+
+// twinSRowsSegs is the loop of the kernels reading a stored Aᵀ and nseg
+// one-vector segments of a Rows B in place: twinSRows for each segment v
+// (offsets at offs[v*ldo:], columns from c[v*nr:]); it returns true,
+// writing nothing, at an offset past limit.
+func twinSRowsSegs[T Float](rows, nr, nseg, k int, a *T, lda int, offs *int, ldo int, data, zero, c *T, ldc int, alpha, beta T, limit int) bool {
+	os := unsafe.Slice(offs, (nseg-1)*ldo+k)
+	for v := range nseg {
+		for _, o := range os[v*ldo : v*ldo+k] {
+			if o > limit {
+				return true
+			}
+		}
+	}
+	cs := unsafe.Slice(c, (rows-1)*ldc+nseg*nr)
+	for v := range nseg {
+		twinSRows(rows, nr, k, a, lda, &os[v*ldo], data, zero, &cs[v*nr], ldc, alpha, beta, limit)
+	}
+	return false
+}
+
+// sgemmKernelSR8x16x1 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func sgemmKernelSR8x16x1(k int, a *float32, lda int, offs *int, ldo int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRowsSegs(8, 16, 1, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// sgemmKernelSR8x16x2 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func sgemmKernelSR8x16x2(k int, a *float32, lda int, offs *int, ldo int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRowsSegs(8, 16, 2, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// sgemmKernelSR8x16x3 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func sgemmKernelSR8x16x3(k int, a *float32, lda int, offs *int, ldo int, data, zero, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinSRowsSegs(8, 16, 3, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR8x8x1 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func dgemmKernelSR8x8x1(k int, a *float64, lda int, offs *int, ldo int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRowsSegs(8, 8, 1, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR8x8x2 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func dgemmKernelSR8x8x2(k int, a *float64, lda int, offs *int, ldo int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRowsSegs(8, 8, 2, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// dgemmKernelSR8x8x3 is the Go twin of the assembly routine: the loop of twinSRowsSegs.
+func dgemmKernelSR8x8x3(k int, a *float64, lda int, offs *int, ldo int, data, zero, c *float64, ldc int, alpha, beta float64, limit int) (bad bool) {
+	return twinSRowsSegs(8, 8, 3, k, a, lda, offs, ldo, data, zero, c, ldc, alpha, beta, limit)
+}
+
+// twinAddOffsets is the loop of the addOffsets routines.
+func twinAddOffsets(dst, src *int, n, v int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for t := range s {
+		d[t] = s[t] + v
+	}
+}
+
+// addOffsets256 is the Go twin of the assembly routine: twinAddOffsets.
+func addOffsets256(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }
+
+// addOffsets512 is the Go twin of the assembly routine: twinAddOffsets.
+func addOffsets512(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }

@@ -469,7 +469,8 @@ func kernelRowsTall(g *gen, s kernelShape) {
 // it needs no packing at all. With one vector per row the products use
 // A's elements as embedded broadcasts; every element gets kernelStrided's
 // operations in the same order (a chain of fused multiply-adds over p,
-// then the alpha/beta epilogue), so its bits.
+// then the alpha/beta epilogue), so its bits. (genAVX512 uses it for
+// two-vector segments; kernelStridedRowsBSegs takes one-vector ones.)
 func kernelStridedRowsB(g *gen, s kernelShape) {
 	nr := s.nr(g)
 	name := fmt.Sprintf("%sgemmKernelSR%dx%d", g.prefix(), s.rows, nr)
@@ -556,6 +557,113 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 	brow(0, reg.R8)
 	loadB(0, reg.R8)
 	fmas(0, mem(reg.RAX, 0))
+	g.Label("done")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	bad := g.arg("bad")
+	s.store(g, func() { g.MOVB(imm(0), bad) })
+	g.badExit(bad)
+}
+
+// kernelStridedRowsBSegs writes the kernel of a tile of s.rows rows by
+// s.nv consecutive segments of a Rows B of one vector each, both operands
+// read in place: A at a stride (row i of step p at a[p*lda+i]) and
+// segment v's row p at data[offs[v*ldo+p]], or the zero buffer when that
+// offset is negative (an offset greater than limit returns bad = true
+// without writing C). Each element of A is broadcast once for the nv
+// segments' products, so a step loads nv rows of B and s.rows elements
+// of A for rows·nv fused multiply-adds: for a convolution's filter
+// gradient with 16 float32 (8 float64) input channels per tap, several
+// taps at once. Every element gets kernelStridedRowsB's operations in the
+// same order, so its bits.
+func kernelStridedRowsBSegs(g *gen, s kernelShape) {
+	seg := g.lanes()
+	name := fmt.Sprintf("%sgemmKernelSR%dx%dx%d", g.prefix(), s.rows, seg, s.nv)
+	t := g.goType()
+	g.fn(name, fmt.Sprintf("func(k int, a *%s, lda int, offs *int, ldo int, data, zero, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t, t),
+		fmt.Sprintf("%s computes a %d×%d tile (%s, %s): %d segments of %d columns,", name, s.rows, s.nv*seg, t, g.isa.name, s.nv, seg),
+		fmt.Sprintf("with A element (i, p) at a[p*lda+i] and segment v's row p the %d", seg),
+		"elements at data[offs[v*ldo+p]], or the zero buffer when that offset is",
+		"negative, for p < k (k >= 1): element by element as the strided",
+		"kernels compute their tiles. At the first offset greater than limit it",
+		"returns bad = true without writing C.")
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("lda"), reg.R10)
+	g.shlSize(reg.R10)
+	g.Load(g.Param("offs"), reg.RSI)
+	g.Load(g.Param("ldo"), reg.R15)
+	g.SHLQ(imm(3), reg.R15)
+	g.Load(g.Param("data"), reg.R11)
+	g.Load(g.Param("zero"), reg.R12)
+	g.Load(g.Param("limit"), reg.R13)
+	ptrs := []reg.Register{reg.R8, reg.R9, reg.RBX}
+	if s.nv > len(ptrs) {
+		panic("asmgen: too many segments")
+	}
+	// offs of segment v, step u: RSI + v*ldo*8 + 8u.
+	offAt := func(u, v int) operand.Mem {
+		switch v {
+		case 0:
+			return mem(reg.RSI, 8*u)
+		case 1:
+			return memi(reg.RSI, reg.R15, 1, 8*u)
+		}
+		return memi(reg.RSI, reg.R15, 2, 8*u)
+	}
+	base := s.top() * s.nv
+	bvec := func(u, v int) reg.VecPhysical { return g.v(base + u*s.nv + v) }
+	tmp := func(i int) reg.VecPhysical { return g.v(base + 2*s.nv + i%2) }
+	if base+2*s.nv+2 > len(g.isa.regs) {
+		panic("asmgen: too many registers")
+	}
+	// loadB loads step u's rows of B: each segment's address (data +
+	// offset, or the zero buffer), then its vector.
+	loadB := func(u int) {
+		for v := range s.nv {
+			r := ptrs[v]
+			g.MOVQ(offAt(u, v), r)
+			g.CMPQ(r, reg.R13)
+			g.JGT(lbl("bad"))
+			g.TESTQ(r, r)
+			g.LEAQ(memi(reg.R11, r, uint8(g.size), 0), r)
+			g.CMOVQLT(reg.R12, r)
+			g.vmov(mem(r, 0), bvec(u, v))
+		}
+	}
+	fmas := func(u int) {
+		for i := range s.rows {
+			g.bcast(mem(reg.RAX, i*g.size), tmp(i))
+			for v := range s.nv {
+				g.fma(bvec(u, v), tmp(i), s.acc(g, i, v))
+			}
+		}
+	}
+	g.Comment("Two steps per iteration: both steps' B rows first.")
+	g.MOVQ(reg.RCX, reg.R14)
+	g.SHRQ(imm(1), reg.R14)
+	g.JZ(lbl("tail"))
+	g.Label("loop2")
+	loadB(0)
+	loadB(1)
+	fmas(0)
+	g.ADDQ(reg.R10, reg.RAX)
+	fmas(1)
+	g.ADDQ(reg.R10, reg.RAX)
+	g.ADDQ(imm(16), reg.RSI)
+	g.DECQ(reg.R14)
+	g.JNZ(lbl("loop2"))
+	g.Label("tail")
+	g.ANDQ(imm(1), reg.RCX)
+	g.JZ(lbl("done"))
+	loadB(0)
+	fmas(0)
 	g.Label("done")
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)

@@ -274,13 +274,15 @@ func genAVX2(g *gen) {
 		gatherRows(g, 2)
 		gatherSegs(g)
 	}
+	addOffsets(g)
 }
 
 // genAVX512 writes the AVX-512 routines: the 6×32 float32 and 6×16
 // float64 micro-kernels (packed A; strided A for 1 to 6 rows with masked
 // columns; A read in place from a Rows operand) and the B panel copies for
-// their 128-byte rows, whole or from 64-byte segments. A packing is
-// shared with the AVX2 tier.
+// their 128-byte rows, whole or from 64-byte segments; the filter
+// gradient's tiles reading both operands in place. A packing is shared
+// with the AVX2 tier.
 func genAVX512(g *gen) {
 	g.isa = zmm
 	for _, size := range []int{4, 8} {
@@ -320,12 +322,20 @@ func genAVX512(g *gen) {
 		kernelRowsTall(g, kernelShape{rows: 12, nv: 1})
 	}
 	g.tag = ""
-	// Tiles of 16 rows by one vector and 8 rows by two with A at a stride
-	// and B a Rows operand, both read in place (sixteen accumulators).
+	// Tiles with A at a stride and B a Rows operand, both read in place:
+	// 8 rows by one two-vector segment (sixteen accumulators), and 8 rows
+	// by one to three one-vector segments (up to 24 accumulators, each
+	// broadcast of A used for every segment).
 	for _, size := range []int{4, 8} {
 		g.size = size
-		kernelStridedRowsB(g, kernelShape{rows: 16, nv: 1})
 		kernelStridedRowsB(g, kernelShape{rows: 8, nv: 2})
+	}
+	addOffsets(g)
+	for _, size := range []int{4, 8} {
+		g.size = size
+		for segs := 1; segs <= 3; segs++ {
+			kernelStridedRowsBSegs(g, kernelShape{rows: 8, nv: segs})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
 
@@ -355,4 +356,54 @@ func gatherSegs(g *gen) {
 	g.VZEROUPPER()
 	g.RET()
 	g.badExit(bad)
+}
+
+// addOffsets writes the routine that adds v to n ints: dst[t] = src[t] + v
+// (a Rows operand's segment offsets, rowsMap-style: a row's base plus a
+// per-column template). The AVX-512 routine takes every element, the
+// last partial vector under a mask; the AVX2 one whole vectors only.
+func addOffsets(g *gen) {
+	bits := g.isa.bytes * 8
+	lanes := g.isa.bytes / 8
+	name := fmt.Sprintf("addOffsets%d", bits)
+	doc := fmt.Sprintf("%s sets dst[t] = src[t] + v for t < n (%s).", name, g.isa.name)
+	if g.isa.bytes != 64 {
+		doc = fmt.Sprintf("%s sets dst[t] = src[t] + v for t < n (%s; n a multiple of %d).", name, g.isa.name, lanes)
+	}
+	g.fn(name, "func(dst, src *int, n, v int)", doc)
+	g.Load(g.Param("dst"), reg.RDI)
+	g.Load(g.Param("src"), reg.RSI)
+	g.Load(g.Param("n"), reg.RCX)
+	vv, x := g.v(0), g.v(1)
+	g.VPBROADCASTQ(g.arg("v"), vv)
+	g.CMPQ(reg.RCX, imm(lanes))
+	g.JL(lbl("tail"))
+	g.Label("loop")
+	g.VPADDQ(mem(reg.RSI, 0), vv, x)
+	if g.isa.bytes == 64 {
+		g.VMOVDQU64(x, mem(reg.RDI, 0))
+	} else {
+		g.VMOVDQU(x, mem(reg.RDI, 0))
+	}
+	g.ADDQ(imm(g.isa.bytes), reg.RSI)
+	g.ADDQ(imm(g.isa.bytes), reg.RDI)
+	g.SUBQ(imm(lanes), reg.RCX)
+	g.CMPQ(reg.RCX, imm(lanes))
+	g.JGE(lbl("loop"))
+	g.Label("tail")
+	if g.isa.bytes == 64 {
+		g.Comment("The last n < 8 elements under a mask.")
+		g.TESTQ(reg.RCX, reg.RCX)
+		g.JZ(lbl("done"))
+		g.MOVL(operand.U32(1), reg.R8L)
+		g.SHLL(reg.CL, reg.R8L)
+		g.DECL(reg.R8L)
+		g.KMOVW(reg.R8L, reg.K1)
+		g.VMOVDQU64_Z(mem(reg.RSI, 0), reg.K1, x)
+		g.VPADDQ(x, vv, x)
+		g.VMOVDQU64(x, reg.K1, mem(reg.RDI, 0))
+	}
+	g.Label("done")
+	g.VZEROUPPER()
+	g.RET()
 }
