@@ -231,8 +231,8 @@ func checkInt8Kernels(t *testing.T, path string) {
 			t.Errorf("%s: a %s kernel", name, typ)
 		}
 	}
-	if n != 7 {
-		t.Errorf("%d int8 kernels, want 7 (conv1, conv2, dw3, pw3, dw4, pw4, fc)", n)
+	if n != 11 {
+		t.Errorf("%d int8 kernels, want 11 (conv1, conv2, dw2, pw2, dw3, pw3, dw4, pw4, dw5, pw5, fc)", n)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,6 +55,7 @@ type config struct {
 	pad        int
 	flip       bool
 	smooth     float64
+	tta        bool // -tta: evaluate each test image and its mirror
 }
 
 func main() {
@@ -75,8 +77,9 @@ func main() {
 	registerDistFlags(&c.dist)
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.IntVar(&c.pad, "pad", 0, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
-	flag.BoolVar(&c.flip, "flip", false, "augmentation: random horizontal flips of the training images")
-	flag.Float64Var(&c.smooth, "label-smoothing", 0, "label smoothing of the training loss, in [0, 1)")
+	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
+	flag.BoolVar(&c.tta, "tta", false, "test-time augmentation: classify each test image by the sum of its and its horizontal mirror's logits")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.dist.threadsSet = c.dist.threadsSet || f.Name == "threads" })
 	if err := run(c, os.Stdout, os.Stderr); err != nil {
@@ -228,7 +231,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
+		if acc, err = evaluateFn(model, evalTape, testLoader, c.tta); err != nil {
 			return err
 		}
 		evaluated = true
@@ -254,7 +257,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !evaluated { // resumed with no epoch left to train
-		if acc, err = evaluateFn(model, evalTape, testLoader); err != nil {
+		if acc, err = evaluateFn(model, evalTape, testLoader, c.tta); err != nil {
 			return err
 		}
 	}
@@ -267,13 +270,39 @@ func run(c config, stdout, stderr io.Writer) error {
 var evaluateFn = evaluate
 
 // evaluate returns the test accuracy (eval mode: running batch-norm
-// statistics, fixed pooling regions, no dropout).
-func evaluate(model nn.Module, tape *autodiff.Tape, l *data.Loader) (float64, error) {
+// statistics, fixed pooling regions, no dropout). With mirror, each image
+// is classified by the sum of its logits and its horizontal mirror's
+// (test-time augmentation with the training's flips).
+func evaluate(model nn.Module, tape *autodiff.Tape, l *data.Loader, mirror bool) (float64, error) {
 	correct, seen := 0, 0
+	var flipped, sum []float32 // reused across batches
 	for l.Next() {
 		b := l.Batch()
 		tape.Reset()
 		logits := model.Forward(tape, tape.Constant(b.X))
+		if mirror {
+			d, err := logits.Data()
+			if err != nil {
+				return 0, err
+			}
+			sum = append(sum[:0], d.Float32s()...)
+			sh := b.X.Shape()
+			if len(sh) != 4 {
+				return 0, fmt.Errorf("evaluate: -tta needs NHWC images, got shape %v", sh)
+			}
+			flipped = slices.Grow(flipped[:0], len(b.X.Float32s()))[:len(b.X.Float32s())]
+			mirrorNHWC(flipped, b.X.Float32s(), sh[0], sh[1], sh[2], sh[3])
+			tape.Reset()
+			m := model.Forward(tape, tape.Constant(tensor.New(tensor.WithShape(sh...), tensor.WithBacking(flipped))))
+			md, err := m.Data()
+			if err != nil {
+				return 0, err
+			}
+			for i, v := range md.Float32s() {
+				sum[i] += v
+			}
+			logits = tape.Constant(tensor.New(tensor.WithShape(md.Shape()...), tensor.WithBacking(sum)))
+		}
 		n, err := countCorrect(logits, b.Y)
 		if err != nil {
 			return 0, err
@@ -285,6 +314,17 @@ func evaluate(model nn.Module, tape *autodiff.Tape, l *data.Loader) (float64, er
 		return 0, errors.New("empty test set")
 	}
 	return float64(correct) / float64(seen), nil
+}
+
+// mirrorNHWC writes to dst the n images of src, [n, h, w, c], each
+// flipped horizontally.
+func mirrorNHWC(dst, src []float32, n, h, w, c int) {
+	for r := range n * h {
+		row, out := src[r*w*c:(r+1)*w*c], dst[r*w*c:(r+1)*w*c]
+		for x := range w {
+			copy(out[x*c:(x+1)*c], row[(w-1-x)*c:(w-x)*c])
+		}
+	}
 }
 
 // countCorrect counts the rows whose largest logit is at the label.

@@ -96,10 +96,10 @@ func TestBadFlags(t *testing.T) {
 // a resumed run with no epoch left evaluates once.
 func TestEvaluatesOncePerEpoch(t *testing.T) {
 	n := 0
-	defer func(f func(nn.Module, *autodiff.Tape, *data.Loader) (float64, error)) { evaluateFn = f }(evaluateFn)
-	evaluateFn = func(m nn.Module, tp *autodiff.Tape, l *data.Loader) (float64, error) {
+	defer func(f func(nn.Module, *autodiff.Tape, *data.Loader, bool) (float64, error)) { evaluateFn = f }(evaluateFn)
+	evaluateFn = func(m nn.Module, tp *autodiff.Tape, l *data.Loader, mirror bool) (float64, error) {
 		n++
-		return evaluate(m, tp, l)
+		return evaluate(m, tp, l, mirror)
 	}
 	dir := t.TempDir()
 	c := smallConfig(dir, 2)

@@ -31,7 +31,7 @@ func BenchmarkEvalMemory(b *testing.B) {
 	p := testutil.StartMemProbe()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := evaluate(model, tape, l); err != nil {
+		if _, err := evaluate(model, tape, l, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,16 +4,24 @@ schedule, so anyone can compare accuracy and epoch time on the same machine.
 
 usage: /usr/bin/python3 examples/fashionmnist/torch_twin.py [--data DIR] [--epochs 20]
        [--batch 64] [--lr 0.002] [--threads 2] [--seed 1] [--max-train N] [--channels-last]
+       [--pad 0] [--flip 1] [--label-smoothing 0.1] [--tta]
 Prints per-epoch lines and, last, "test accuracy: 0.XXXX".
 
 The model (NHWC in tapegrad, NCHW or channels-last here):
   conv3x3(1->32, SAME) + BN + ReLU          28x28
-  FractionalAvgPool ratio 1.5 (pseudo-random sequences, new each batch)  -> 18x18
+  FractionalAvgPool ratio 1.5 (pseudo-random sequences, new each batch,
+                             overlapping cells)  -> 18x18
   conv3x3(32->64, SAME) + BN + ReLU         18x18
+  depthwise3x3(64) + BN + ReLU, conv1x1(64->64) + BN + ReLU
   FractionalAvgPool ratio 1.5                -> 12x12
   depthwise3x3(64) + BN + ReLU, conv1x1(64->128) + BN + ReLU
   FractionalAvgPool ratio 1.5                -> 8x8
-  flatten, dropout 0.25, dense 8192->10
+  depthwise3x3(128) + BN + ReLU, conv1x1(128->128) + BN + ReLU   (twice)
+  flatten, dense 8192->10
+Training data: random horizontal flips (--flip; --pad adds random crops of
+  the zero-padded images, off by default), label smoothing 0.1
+  (--label-smoothing), as the example's defaults. --tta classifies each test
+  image by the sum of its and its mirror's logits (the example's -tta).
 Batch norm: eps 1e-3, momentum 0.1 (PyTorch convention; = TF momentum 0.9,
   exponential_avg_factor 0.1).
 Adam (lr, betas 0.9/0.999, eps 1e-7 as Keras), cosine schedule over all steps.
@@ -34,6 +42,10 @@ ap.add_argument('--threads', type=int, default=2)
 ap.add_argument('--seed', type=int, default=1)
 ap.add_argument('--max-train', type=int, default=0)
 ap.add_argument('--channels-last', action='store_true')
+ap.add_argument('--pad', type=int, default=0, help='random crops of the images zero-padded by this many pixels (0: none)')
+ap.add_argument('--flip', type=int, default=1, help='random horizontal flips (1) or none (0)')
+ap.add_argument('--label-smoothing', type=float, default=0.1)
+ap.add_argument('--tta', action='store_true', help="classify each test image by the sum of its and its mirror's logits")
 ap.add_argument('--mem', choices=['eval', 'train'],
                 help='measure the memory of an eval pass or a training step instead of training (see measure_memory) and exit')
 args = ap.parse_args()
@@ -69,9 +81,13 @@ def pseudo_random_seq(n_in, n_out, u01):
     return seq
 
 def pool_matrix(seq, n_in):
+    """Averaging matrix of overlapping cells: cell i spans rows seq[i] to
+    seq[i+1] inclusive (the last one clipped to the input), as TF's
+    overlapping=True."""
     P = torch.zeros(len(seq) - 1, n_in)
     for i in range(len(seq) - 1):
-        P[i, seq[i]:seq[i + 1]] = 1.0 / (seq[i + 1] - seq[i])
+        lo, hi = seq[i], min(seq[i + 1], n_in - 1)
+        P[i, lo:hi + 1] = 1.0 / (hi + 1 - lo)
     return P
 
 class FracAvgPool(nn.Module):
@@ -97,25 +113,32 @@ class Net(nn.Module):
         self.c1, self.b1 = nn.Conv2d(1, 32, 3, padding=1, bias=False), bn(32)
         self.p1 = FracAvgPool(1.5)
         self.c2, self.b2 = nn.Conv2d(32, 64, 3, padding=1, bias=False), bn(64)
+        self.dw2, self.b2b = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), bn(64)
+        self.pw2, self.b2c = nn.Conv2d(64, 64, 1, bias=False), bn(64)
         self.p2 = FracAvgPool(1.5)
         self.dw, self.b3 = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), bn(64)
         self.pw, self.b4 = nn.Conv2d(64, 128, 1, bias=False), bn(128)
         self.p3 = FracAvgPool(1.5)
         self.dw4, self.b5 = nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False), bn(128)
         self.pw4, self.b6 = nn.Conv2d(128, 128, 1, bias=False), bn(128)
-        self.drop = nn.Dropout(0.25)
+        self.dw5, self.b7 = nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False), bn(128)
+        self.pw5, self.b8 = nn.Conv2d(128, 128, 1, bias=False), bn(128)
         self.fc = nn.Linear(128 * 8 * 8, 10)
 
     def forward(self, x):
         x = self.p1(F.relu(self.b1(self.c1(x))))
-        x = self.p2(F.relu(self.b2(self.c2(x))))
+        x = F.relu(self.b2(self.c2(x)))
+        x = F.relu(self.b2b(self.dw2(x)))
+        x = self.p2(F.relu(self.b2c(self.pw2(x))))
         x = F.relu(self.b3(self.dw(x)))
         x = self.p3(F.relu(self.b4(self.pw(x))))
         x = F.relu(self.b5(self.dw4(x)))
         x = F.relu(self.b6(self.pw4(x)))
+        x = F.relu(self.b7(self.dw5(x)))
+        x = F.relu(self.b8(self.pw5(x)))
         # Flatten in NHWC order, as the tapegrad model does.
         x = x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
-        return self.fc(self.drop(x))
+        return self.fc(x)
 
 model = Net().to(memory_format=MF)
 opt = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-7)
@@ -127,7 +150,11 @@ def evaluate():
     correct = 0
     with torch.no_grad():
         for i in range(0, len(xte), 500):
-            correct += (model(xte[i:i + 500].contiguous(memory_format=MF)).argmax(1) == yte[i:i + 500]).sum().item()
+            x = xte[i:i + 500]
+            out = model(x.contiguous(memory_format=MF))
+            if args.tta:
+                out = out + model(x.flip(3).contiguous(memory_format=MF))
+            correct += (out.argmax(1) == yte[i:i + 500]).sum().item()
     model.train()
     return correct / len(xte)
 
@@ -172,6 +199,24 @@ if args.mem:
     measure_memory(args.mem)
     raise SystemExit(0)
 
+def augment(x):
+    """The example's augmentation (nn/data's Augment), in distribution: each
+    image shifted by a random crop of its zero-padded copy, and flipped
+    horizontally with probability 1/2 (the random choices differ from Go's)."""
+    if args.pad > 0:
+        p, n = args.pad, x.shape[0]
+        xp = F.pad(x, (p, p, p, p))
+        dy = torch.randint(0, 2 * p + 1, (n,))
+        dx = torch.randint(0, 2 * p + 1, (n,))
+        rows = (dy[:, None] + torch.arange(28)[None, :])[:, None, :, None].expand(n, 1, 28, 28 + 2 * p)
+        xp = torch.gather(xp, 2, rows)
+        cols = (dx[:, None] + torch.arange(28)[None, :])[:, None, None, :].expand(n, 1, 28, 28)
+        x = torch.gather(xp, 3, cols)
+    if args.flip:
+        m = torch.rand(x.shape[0]) < 0.5
+        x = torch.where(m[:, None, None, None], x.flip(3), x)
+    return x
+
 acc = None
 for epoch in range(1, args.epochs + 1):
     perm = torch.randperm(len(xtr))
@@ -179,10 +224,10 @@ for epoch in range(1, args.epochs + 1):
     tot, correct, n = 0.0, 0, 0
     for s in range(steps_per_epoch):
         ix = perm[s * args.batch:(s + 1) * args.batch]
-        x, y = xtr[ix].contiguous(memory_format=MF), ytr[ix]
+        x, y = augment(xtr[ix]).contiguous(memory_format=MF), ytr[ix]
         opt.zero_grad(set_to_none=True)
         out = model(x)
-        loss = F.cross_entropy(out, y)
+        loss = F.cross_entropy(out, y, label_smoothing=args.label_smoothing)
         loss.backward()
         opt.step()
         sched.step()
