@@ -347,7 +347,7 @@ func kernelRows(g *gen, s kernelShape) {
 	g.DECQ(reg.RDI)
 	g.JNZ(lbl("seg"))
 
-	storeRowsTile(g, s)
+	storeRowsTile(g, s, "store")
 }
 
 // kernelRowsTall writes the Rows kernel of a tile of s.rows (more than 6,
@@ -456,7 +456,7 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.DECQ(segsLeft)
 	g.JNZ(lbl("seg"))
 
-	storeRowsTile(g, s)
+	storeRowsTile(g, s, "store")
 }
 
 // kernelStridedRowsB writes the kernel of a tile of s.rows rows by s.nv
@@ -557,13 +557,7 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 	brow(0, reg.R8)
 	loadB(0, reg.R8)
 	fmas(0, mem(reg.RAX, 0))
-	g.Label("done")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	bad := g.arg("bad")
-	s.store(g, func() { g.MOVB(imm(0), bad) })
-	g.badExit(bad)
+	storeRowsTile(g, s, "done")
 }
 
 // kernelStridedRowsBSegs writes the kernel of a tile of s.rows rows by
@@ -664,20 +658,14 @@ func kernelStridedRowsBSegs(g *gen, s kernelShape) {
 	g.JZ(lbl("done"))
 	loadB(0)
 	fmas(0)
-	g.Label("done")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	bad := g.arg("bad")
-	s.store(g, func() { g.MOVB(imm(0), bad) })
-	g.badExit(bad)
+	storeRowsTile(g, s, "done")
 }
 
 // storeRowsTile writes the epilogue of the kernels that read a Rows
-// operand: label store, C's pointer and stride loaded from the frame, the
+// operand: the label, C's pointer and stride loaded from the frame, the
 // tile stored, and bad = false returned.
-func storeRowsTile(g *gen, s kernelShape) {
-	g.Label("store")
+func storeRowsTile(g *gen, s kernelShape, label string) {
+	g.Label(label)
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)
 	g.shlSize(reg.RDX)
