@@ -481,19 +481,7 @@ func kernelStridedRowsB(g *gen, s kernelShape) {
 		"buffer when offs[p] is negative, for p < k (k >= 1): as",
 		fmt.Sprintf("%sgemmKernelS6x%d computes its tile, element by element. At the first", g.prefix(), nr),
 		"offset greater than limit it returns bad = true without writing C.")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	s.prefetchC(g)
-	s.zeroAcc(g)
-	g.Load(g.Param("k"), reg.RCX)
-	g.Load(g.Param("a"), reg.RAX)
-	g.Load(g.Param("lda"), reg.R10)
-	g.shlSize(reg.R10)
-	g.Load(g.Param("offs"), reg.RSI)
-	g.Load(g.Param("data"), reg.R11)
-	g.Load(g.Param("zero"), reg.R12)
-	g.Load(g.Param("limit"), reg.R13)
+	loadStridedRowsArgs(g, s, false)
 	// B's row p: R8 (and R9 for p+1) = data + offs[p], or the zero buffer.
 	brow := func(o int, r reg.Register) {
 		g.MOVQ(mem(reg.RSI, 8*o), r)
@@ -582,21 +570,7 @@ func kernelStridedRowsBSegs(g *gen, s kernelShape) {
 		"negative, for p < k (k >= 1): element by element as the strided",
 		"kernels compute their tiles. At the first offset greater than limit it",
 		"returns bad = true without writing C.")
-	g.Load(g.Param("c"), reg.RDI)
-	g.Load(g.Param("ldc"), reg.RDX)
-	g.shlSize(reg.RDX)
-	s.prefetchC(g)
-	s.zeroAcc(g)
-	g.Load(g.Param("k"), reg.RCX)
-	g.Load(g.Param("a"), reg.RAX)
-	g.Load(g.Param("lda"), reg.R10)
-	g.shlSize(reg.R10)
-	g.Load(g.Param("offs"), reg.RSI)
-	g.Load(g.Param("ldo"), reg.R15)
-	g.SHLQ(imm(3), reg.R15)
-	g.Load(g.Param("data"), reg.R11)
-	g.Load(g.Param("zero"), reg.R12)
-	g.Load(g.Param("limit"), reg.R13)
+	loadStridedRowsArgs(g, s, true)
 	ptrs := []reg.Register{reg.R8, reg.R9, reg.RBX}
 	if s.nv > len(ptrs) {
 		panic("asmgen: too many segments")
@@ -659,6 +633,31 @@ func kernelStridedRowsBSegs(g *gen, s kernelShape) {
 	loadB(0)
 	fmas(0)
 	storeRowsTile(g, s, "done")
+}
+
+// loadStridedRowsArgs writes the prologue of the kernels with a strided A
+// and a Rows B read in place: C (RDI) and its byte stride (RDX), C
+// prefetched, the accumulators zeroed, then k (RCX), a (RAX), lda in bytes
+// (R10), offs (RSI), with segs the offsets' segment stride ldo in bytes
+// (R15), data (R11), the zero buffer (R12) and limit (R13).
+func loadStridedRowsArgs(g *gen, s kernelShape, segs bool) {
+	g.Load(g.Param("c"), reg.RDI)
+	g.Load(g.Param("ldc"), reg.RDX)
+	g.shlSize(reg.RDX)
+	s.prefetchC(g)
+	s.zeroAcc(g)
+	g.Load(g.Param("k"), reg.RCX)
+	g.Load(g.Param("a"), reg.RAX)
+	g.Load(g.Param("lda"), reg.R10)
+	g.shlSize(reg.R10)
+	g.Load(g.Param("offs"), reg.RSI)
+	if segs {
+		g.Load(g.Param("ldo"), reg.R15)
+		g.SHLQ(imm(3), reg.R15)
+	}
+	g.Load(g.Param("data"), reg.R11)
+	g.Load(g.Param("zero"), reg.R12)
+	g.Load(g.Param("limit"), reg.R13)
 }
 
 // storeRowsTile writes the epilogue of the kernels that read a Rows
