@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -175,7 +176,7 @@ func TestAugmentMatchesReference(t *testing.T) {
 func TestAugmentDeterministic(t *testing.T) {
 	const n = 10
 	_, x := randomImages(t, tensor.Float32, n, 6, 6, 1)
-	aug := &Augment{Pad: 2, FlipHorizontal: true}
+	aug := &Augment{Pad: 2, FlipHorizontal: true, Erase: 0.5}
 	// per (epoch, row) image from a loader of batch size bs
 	images := func(bs int, seed uint64) map[[2]int][]float64 {
 		l, err := NewLoader(x, nil, LoaderOptions{BatchSize: bs, Shuffle: true, Seed: seed, Augment: aug})
@@ -262,6 +263,9 @@ func TestAugmentErrors(t *testing.T) {
 		want string
 	}{
 		{img, Augment{Pad: -1}, "Augment.Pad -1 must not be negative"},
+		{img, Augment{Erase: -0.1}, "Augment.Erase -0.1 must be a probability in [0, 1]"},
+		{img, Augment{Erase: 1.5}, "Augment.Erase 1.5 must be a probability in [0, 1]"},
+		{img, Augment{Erase: math.NaN()}, "Augment.Erase NaN must be a probability in [0, 1]"},
 		{flat, Augment{Pad: 1}, "Augment needs inputs [N, H, W] or [N, H, W, C], got shape (4, 9)"},
 		{ints, Augment{FlipHorizontal: true}, "Augment needs float32 or float64 inputs, got int32"},
 	} {
@@ -277,11 +281,132 @@ func TestAugmentErrors(t *testing.T) {
 func TestAugmentNoAllocs(t *testing.T) {
 	_, x := randomImages(t, tensor.Float32, 20, 8, 8, 1)
 	y, _ := tensorx.New([]int{20}, make([]int32, 20))
-	l, err := NewLoader(x, y, LoaderOptions{BatchSize: 6, Shuffle: true, Seed: 3, Augment: &Augment{Pad: 2, FlipHorizontal: true}})
+	l, err := NewLoader(x, y, LoaderOptions{BatchSize: 6, Shuffle: true, Seed: 3, Augment: &Augment{Pad: 2, FlipHorizontal: true, Erase: 0.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { l.Next() }); allocs != 0 {
 		t.Fatalf("Next with augmentation allocates %v times per call", allocs)
 	}
+}
+
+// TestAugmentErase checks random erasing against its definition: with
+// probability Erase one rectangle strictly inside the image, in every
+// channel, is zero and every other pixel is the (flipped) source; the
+// rectangles' areas, aspect ratios and placement follow the distribution
+// of a float64 simulation of torchvision's RandomErasing.get_params.
+func TestAugmentErase(t *testing.T) {
+	for _, tc := range []struct {
+		dt      tensor.Dtype
+		h, w, c int
+		erase   float64
+	}{
+		{tensor.Float32, 28, 28, 0, 0.5},
+		{tensor.Float64, 12, 9, 2, 1},
+		{tensor.Float32, 7, 16, 3, 0.25},
+	} {
+		const n, epochs = 40, 60
+		vals, x := randomImages(t, tc.dt, n, tc.h, tc.w, tc.c)
+		l, err := NewLoader(x, nil, LoaderOptions{BatchSize: 7, Shuffle: true, Seed: 4, Augment: &Augment{FlipHorizontal: true, Erase: tc.erase}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := max(tc.c, 1)
+		row := tc.h * tc.w * c
+		var images, erased int
+		var areaSum float64
+		sawTop, sawBottom, sawLeft, sawRight := false, false, false, false
+		for e := 0; e < epochs; e++ {
+			for l.Next() {
+				b := l.Batch()
+				got := batchFloat64s(b)
+				for k, i := range b.Indices {
+					g := got[k*row : (k+1)*row]
+					src := vals[i*row : (i+1)*row]
+					images++
+					y0, x0, y1, x1, zeros := tc.h, tc.w, -1, -1, 0
+					for y := 0; y < tc.h; y++ {
+						for xx := 0; xx < tc.w; xx++ {
+							px := g[(y*tc.w+xx)*c : (y*tc.w+xx+1)*c]
+							nz := 0
+							for _, v := range px {
+								if v == 0 {
+									nz++
+								}
+							}
+							if nz != 0 && nz != c {
+								t.Fatalf("%+v: pixel (%d, %d) erased in %d of %d channels", tc, y, xx, nz, c)
+							}
+							if nz == c {
+								zeros++
+								y0, x0, y1, x1 = min(y0, y), min(x0, xx), max(y1, y+1), max(x1, xx+1)
+							}
+						}
+					}
+					// The pixels outside the rectangle are the source, flipped or not.
+					plain := refAugment(src, tc.h, tc.w, c, 0, 0, 0, false)
+					mirror := refAugment(src, tc.h, tc.w, c, 0, 0, 0, true)
+					okPlain, okMirror := true, true
+					for j, v := range g {
+						if v == 0 {
+							continue
+						}
+						okPlain = okPlain && v == plain[j]
+						okMirror = okMirror && v == mirror[j]
+					}
+					if !okPlain && !okMirror {
+						t.Fatalf("%+v: image of row %d is neither the source nor its mirror outside its zeros", tc, i)
+					}
+					if zeros == 0 {
+						continue
+					}
+					eh, ew := y1-y0, x1-x0
+					if zeros != eh*ew {
+						t.Fatalf("%+v: %d zero pixels do not fill their %dx%d bounding box", tc, zeros, eh, ew)
+					}
+					if eh >= tc.h || ew >= tc.w {
+						t.Fatalf("%+v: erased %dx%d of a %dx%d image", tc, eh, ew, tc.h, tc.w)
+					}
+					erased++
+					areaSum += float64(zeros) / float64(tc.h*tc.w)
+					sawTop, sawLeft = sawTop || y0 == 0, sawLeft || x0 == 0
+					sawBottom, sawRight = sawBottom || y1 == tc.h, sawRight || x1 == tc.w
+				}
+			}
+		}
+		wantErased, wantArea := eraseSimulation(tc.h, tc.w, tc.erase)
+		if got := float64(erased) / float64(images); math.Abs(got-wantErased) > 0.03 {
+			t.Errorf("%+v: %.3f of the images erased, want %.3f", tc, got, wantErased)
+		}
+		if got := areaSum / float64(erased); math.Abs(got-wantArea) > 0.01 {
+			t.Errorf("%+v: mean erased area %.4f of the image, want %.4f", tc, got, wantArea)
+		}
+		if !sawTop || !sawBottom || !sawLeft || !sawRight {
+			t.Errorf("%+v: rectangles never touch some edge (top %v bottom %v left %v right %v)", tc, sawTop, sawBottom, sawLeft, sawRight)
+		}
+	}
+}
+
+// eraseSimulation estimates, in float64 with math/rand, the probability
+// that an h×w image is erased with Augment.Erase p and the mean erased
+// fraction of an erased image, following RandomErasing.get_params: up to
+// ten draws of area·U(0.02, 0.33) and exp(U(ln 0.3, ln 3.3)), rounded
+// sides, the first strictly inside the image taken.
+func eraseSimulation(h, w int, p float64) (erased, area float64) {
+	r := rand.New(rand.NewSource(99))
+	const trials = 200000
+	hits, sum := 0, 0.0
+	for range trials {
+		for range 10 {
+			a := float64(h*w) * (0.02 + 0.31*r.Float64())
+			ratio := math.Exp(math.Log(0.3) + r.Float64()*(math.Log(3.3)-math.Log(0.3)))
+			eh, ew := int(math.Round(math.Sqrt(a*ratio))), int(math.Round(math.Sqrt(a/ratio)))
+			if eh < h && ew < w {
+				hits++
+				sum += float64(eh*ew) / float64(h*w)
+				break
+			}
+		}
+	}
+	return p * float64(hits) / trials, sum / float64(hits)
 }
