@@ -16,6 +16,9 @@ const (
 	// filterSplit: several filter-gradient chunks are made a multiple of
 	// this many, so that they divide evenly among 1, 2 or 4 threads.
 	filterSplit = 4
+	// scatterGrain is the least number of elements per goroutine when the
+	// strided input gradient copies a phase into place.
+	scatterGrain = 1 << 14
 )
 
 // Filter-gradient chunking; variables rather than constants so that tests

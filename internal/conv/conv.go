@@ -42,6 +42,11 @@ func BackpropInputScratch(g *Geom, threads int) int {
 	if g.SH == 1 && g.SW == 1 {
 		return g.KH * g.KW * g.CF * g.O // the flipped filter
 	}
+	if g.DH == 1 && g.DW == 1 {
+		// The phases' flipped sub-filters (at most the whole filter) and
+		// the largest phase's output.
+		return g.KH*g.KW*g.CF*g.O + g.N*ceilDiv(g.H, g.SH)*ceilDiv(g.W, g.SW)*g.C
+	}
 	ch := planChunks(g.N, g.OH*g.OW, kcol)
 	items := ch.count
 	if !ch.whole {
@@ -61,10 +66,12 @@ func BackpropInputScratch(g *Geom, threads int) int {
 //
 // over the output positions (i, j), taps (p, q) and channels o with
 // y = i·SH-PT+p·DH, x = j·SW-PL+q·DW. With unit strides it is a forward
-// convolution of dy with the flipped filter; otherwise the output
+// convolution of dy with the flipped filter; with larger strides and no
+// dilation, one such convolution per phase of the input positions
+// (backpropInputPhases); with strides and dilations, the output
 // positions are cut into chunks that depend only on the shapes, whose
 // im2col rows dy·fᵀ are scattered back into dx image by image in chunk
-// order, so the result does not depend on the thread count.
+// order. The result does not depend on the thread count.
 func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
 	kcol := g.KCol()
 	if lda, ok := g.Direct(); ok {
@@ -81,6 +88,10 @@ func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
 	}
 	if g.SH == 1 && g.SW == 1 {
 		backpropInputStride1(dx, f, dy, g, threads, scratch)
+		return
+	}
+	if g.DH == 1 && g.DW == 1 {
+		backpropInputPhases(dx, f, dy, g, threads, scratch)
 		return
 	}
 	clear(dx)
@@ -145,6 +156,120 @@ func transposeFilter[T Float](ft, f []T, kcol, o int) {
 					ft[c*kcol+k] = row[c]
 				}
 			}
+		}
+	}
+}
+
+// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// phaseTaps describes the input rows (or columns) a+s·i' of one phase a
+// of a stride-s, undilated convolution with k taps and leading padding
+// pad: the taps that reach them are p0, p0+s, … (u of them, below k), and
+// tap p0+s·t connects input row a+s·i' with output row i'+d0-t.
+func phaseTaps(a, s, k, pad int) (p0, u, d0 int) {
+	p0 = ((a+pad)%s + s) % s
+	if p0 < k {
+		u = (k - p0 + s - 1) / s
+	}
+	return p0, u, (a + pad - p0) / s
+}
+
+// backpropInputPhases computes dx for strides above 1 without dilation,
+// phase by phase: the input positions (a+SH·i', b+SW·j') of one phase
+// (a, b) receive dy through the taps p ≡ a+PT (mod SH), q ≡ b+PL (mod
+// SW) only, which makes their gradient a unit-stride forward convolution
+// of dy with those taps flipped and transposed (as backpropInputStride1
+// does for the whole filter), written to a dense buffer and then copied
+// to the phase's positions. Positions no tap reaches are zero. Every
+// element of dx is written, in an order that depends only on g.
+func backpropInputPhases[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
+	nf := g.KH * g.KW * g.CF * g.O
+	ft, tmp := scratch[:nf], scratch[nf:]
+	for a := 0; a < g.SH; a++ {
+		ha := ceilDiv(g.H-a, g.SH)
+		if ha <= 0 {
+			continue
+		}
+		p0, u, d0 := phaseTaps(a, g.SH, g.KH, g.PT)
+		for b := 0; b < g.SW; b++ {
+			wb := ceilDiv(g.W-b, g.SW)
+			if wb <= 0 {
+				continue
+			}
+			q0, v, e0 := phaseTaps(b, g.SW, g.KW, g.PL)
+			out := tmp[:g.N*ha*wb*g.C]
+			if u == 0 || v == 0 {
+				clear(out)
+			} else {
+				t := Geom{
+					N: g.N, H: g.OH, W: g.OW, C: g.O,
+					KH: u, KW: v, CF: g.OG, O: g.C,
+					G: g.G, OG: g.CF,
+					OH: ha, OW: wb,
+					SH: 1, SW: 1, DH: 1, DW: 1,
+					PT: u - 1 - d0, PL: v - 1 - e0,
+				}
+				t.PB, t.PR = ha-g.OH-t.PT+u-1, wb-g.OW-t.PL+v-1
+				sub := ft[:u*v*g.CF*g.O]
+				for pp := 0; pp < u; pp++ {
+					for qq := 0; qq < v; qq++ {
+						p, q := p0+g.SH*(u-1-pp), q0+g.SW*(v-1-qq)
+						flipTap(sub[(pp*v+qq)*g.OG*g.C:][:g.OG*g.C], f[(p*g.KW+q)*g.CF*g.O:][:g.CF*g.O], g)
+					}
+				}
+				Forward(out, dy, sub, &t, threads)
+			}
+			scatterPhase(dx, out, g, a, b, ha, wb, threads)
+		}
+	}
+}
+
+// flipTap writes one filter tap src [CF][O] transposed per group into dst
+// [OG][C]: row o is group grp's input channel o of the transposed
+// problem, column grp·CF+k its output channel.
+func flipTap[T Float](dst, src []T, g *Geom) {
+	for grp := 0; grp < g.G; grp++ {
+		for k := 0; k < g.CF; k++ {
+			s := src[k*g.O+grp*g.OG:][:g.OG]
+			c := grp*g.CF + k
+			for o, v := range s {
+				dst[o*g.C+c] = v
+			}
+		}
+	}
+}
+
+// scatterPhase copies the phase output src [N, ha, wb, C] to the input
+// positions (a+SH·i', b+SW·j') of dx, rows of src split over threads.
+func scatterPhase[T Float](dx, src []T, g *Geom, a, b, ha, wb, threads int) {
+	job := phaseJob[T]{dx: dx, src: src, h: g.H, w: g.W, c: g.C, sh: g.SH, sw: g.SW, a: a, b: b, ha: ha, wb: wb}
+	rows := g.N * ha
+	grain := max(1, scatterGrain/max(1, wb*g.C))
+	if threads <= 1 || rows <= grain {
+		job.rows(0, rows)
+		return
+	}
+	j := job // only this copy moves to the heap, with the closure
+	parallel.For(threads, rows, grain, func(r0, r1 int) { j.rows(r0, r1) })
+}
+
+// phaseJob copies one phase of the strided input gradient into place.
+type phaseJob[T Float] struct {
+	dx, src                       []T
+	h, w, c, sh, sw, a, b, ha, wb int
+}
+
+// rows copies rows [r0, r1) of the phase output (image r/ha, phase row
+// r%ha).
+func (j *phaseJob[T]) rows(r0, r1 int) {
+	c := j.c
+	for r := r0; r < r1; r++ {
+		n, i := r/j.ha, r%j.ha
+		d := j.dx[((n*j.h+j.a+j.sh*i)*j.w+j.b)*c:]
+		s := j.src[r*j.wb*c : (r+1)*j.wb*c]
+		for x := range j.wb {
+			copy(d[x*j.sw*c:x*j.sw*c+c], s[x*c:(x+1)*c])
 		}
 	}
 }

@@ -16,8 +16,11 @@
 // gradient). 1x1 stride-1 unpadded convolutions and "filter covers the
 // whole input" convolutions multiply the input directly.
 // BackpropInput with unit strides is a forward convolution of dy with the
-// flipped, transposed filter; with larger strides it computes dy·filterᵀ
-// into im2col rows and scatters them back (col2im). BackpropFilter
+// flipped, transposed filter; with larger strides and no dilation it is
+// one such convolution per phase (input positions of equal remainders
+// modulo the strides, reached by a subset of the taps), copied into
+// place; with strides and dilations it computes dy·filterᵀ into im2col
+// rows and scatters them back (col2im). BackpropFilter
 // computes dfᵀ = dyᵀ·im2col(x) (both big operands then packed without
 // transposition).
 //
