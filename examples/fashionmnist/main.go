@@ -54,6 +54,7 @@ type config struct {
 	export     string
 	pad        int
 	flip       bool
+	erase      float64
 	smooth     float64
 	tta        bool // -tta: evaluate each test image and its mirror
 }
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.IntVar(&c.pad, "pad", 0, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
 	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
+	flag.Float64Var(&c.erase, "erase", 0, "augmentation: probability of random erasing (a random rectangle of 2-33% of the image set to 0), in [0, 1]")
 	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
 	flag.BoolVar(&c.tta, "tta", false, "test-time augmentation: classify each test image by the sum of its and its horizontal mirror's logits")
 	flag.Parse()
@@ -136,7 +138,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 	}
 	loader, err := data.NewLoader(x, y, data.LoaderOptions{BatchSize: c.batch / ds.size(), Shuffle: true, Seed: uint64(c.seed), DropLast: true, Rank: ds.rank(), Ranks: ds.size(),
-		Augment: &data.Augment{Pad: c.pad, FlipHorizontal: c.flip}})
+		Augment: &data.Augment{Pad: c.pad, FlipHorizontal: c.flip, Erase: c.erase}})
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ schedule, so anyone can compare accuracy and epoch time on the same machine.
 
 usage: /usr/bin/python3 examples/fashionmnist/torch_twin.py [--data DIR] [--epochs 20]
        [--batch 64] [--lr 0.002] [--threads 2] [--seed 1] [--max-train N] [--channels-last]
-       [--pad 0] [--flip 1] [--label-smoothing 0.1] [--tta]
+       [--pad 0] [--flip 1] [--erase 0] [--label-smoothing 0.1] [--tta]
 Prints per-epoch lines and, last, "test accuracy: 0.XXXX".
 
 The model (NHWC in tapegrad, NCHW or channels-last here):
@@ -44,6 +44,7 @@ ap.add_argument('--max-train', type=int, default=0)
 ap.add_argument('--channels-last', action='store_true')
 ap.add_argument('--pad', type=int, default=0, help='random crops of the images zero-padded by this many pixels (0: none)')
 ap.add_argument('--flip', type=int, default=1, help='random horizontal flips (1) or none (0)')
+ap.add_argument('--erase', type=float, default=0, help='probability of random erasing (RandomErasing with its defaults)')
 ap.add_argument('--label-smoothing', type=float, default=0.1)
 ap.add_argument('--tta', action='store_true', help="classify each test image by the sum of its and its mirror's logits")
 ap.add_argument('--mem', choices=['eval', 'train'],
@@ -51,6 +52,7 @@ ap.add_argument('--mem', choices=['eval', 'train'],
 args = ap.parse_args()
 torch.set_num_threads(args.threads)
 torch.manual_seed(args.seed)
+random.seed(args.seed)
 rng = random.Random(args.seed)
 MF = torch.channels_last if args.channels_last else torch.contiguous_format
 
@@ -215,6 +217,21 @@ def augment(x):
     if args.flip:
         m = torch.rand(x.shape[0]) < 0.5
         x = torch.where(m[:, None, None, None], x.flip(3), x)
+    if args.erase > 0:
+        # torchvision's RandomErasing(p=args.erase) with its defaults (scale
+        # 0.02-0.33, ratio 0.3-3.3 log-uniform, 10 attempts, value 0).
+        x = x.clone()
+        for k in range(x.shape[0]):
+            if random.random() >= args.erase:
+                continue
+            for _ in range(10):
+                area = 28 * 28 * random.uniform(0.02, 0.33)
+                ratio = math.exp(random.uniform(math.log(0.3), math.log(3.3)))
+                h, w = int(round(math.sqrt(area * ratio))), int(round(math.sqrt(area / ratio)))
+                if h < 28 and w < 28:
+                    i, j = random.randint(0, 28 - h), random.randint(0, 28 - w)
+                    x[k, :, i:i + h, j:j + w] = 0
+                    break
     return x
 
 acc = None
