@@ -118,7 +118,7 @@ func TestShardedLoader(t *testing.T) {
 
 // TestShardedLoaderAugment: with augmentation, the shards of Ranks loaders
 // deliver the same augmented images as one loader of batch B·Ranks (the
-// crop and flip of an example depend on the seed, the epoch and its row
+// crop, flip and erasing of an example depend on the seed, the epoch and its row
 // only), so a data-parallel run trains on the same data as one process.
 func TestShardedLoaderAugment(t *testing.T) {
 	const n, h, w, b, ranks = 19, 5, 4, 2, 2
@@ -131,7 +131,7 @@ func TestShardedLoaderAugment(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := LoaderOptions{BatchSize: b * ranks, Shuffle: true, Seed: 9, DropLast: true,
-		Augment: &Augment{Pad: 2, FlipHorizontal: true}}
+		Augment: &Augment{Pad: 2, FlipHorizontal: true, Erase: 0.5}}
 	whole, err := NewLoader(x, nil, opts)
 	if err != nil {
 		t.Fatal(err)
