@@ -78,7 +78,7 @@ func main() {
 	registerDistFlags(&c.dist)
 	flag.StringVar(&c.export, "export", "", "write the trained model to this ONNX file (with -qat: int8 QDQ); see export.go")
 	flag.IntVar(&c.pad, "pad", 0, "augmentation: random crops of the training images zero-padded by this many pixels (0: none)")
-	flag.BoolVar(&c.flip, "flip", true, "augmentation: random horizontal flips of the training images")
+	flag.BoolVar(&c.flip, "flip", false, "augmentation: random horizontal flips of the training images")
 	flag.Float64Var(&c.erase, "erase", 0, "augmentation: probability of random erasing (a random rectangle of 2-33% of the image set to 0), in [0, 1]")
 	flag.Float64Var(&c.smooth, "label-smoothing", 0.1, "label smoothing of the training loss, in [0, 1)")
 	flag.BoolVar(&c.tta, "tta", false, "test-time augmentation: classify each test image by the sum of its and its horizontal mirror's logits")

@@ -4,23 +4,23 @@ schedule, so anyone can compare accuracy and epoch time on the same machine.
 
 usage: /usr/bin/python3 examples/fashionmnist/torch_twin.py [--data DIR] [--epochs 20]
        [--batch 64] [--lr 0.002] [--threads 2] [--seed 1] [--max-train N] [--channels-last]
-       [--pad 0] [--flip 1] [--erase 0] [--label-smoothing 0.1] [--tta]
+       [--pad 0] [--flip 0] [--erase 0] [--label-smoothing 0.1] [--tta]
 Prints per-epoch lines and, last, "test accuracy: 0.XXXX".
 
 The model (NHWC in tapegrad, NCHW or channels-last here):
   conv3x3(1->32, SAME) + BN + ReLU          28x28
+  MaxPool 2x2                                -> 14x14
+  conv3x3(32->96, SAME) + BN + ReLU         14x14
+  depthwise3x3(96) + BN + ReLU, conv1x1(96->96) + BN + ReLU
   FractionalAvgPool ratio 1.5 (pseudo-random sequences, new each batch,
-                             overlapping cells)  -> 18x18
-  conv3x3(32->64, SAME) + BN + ReLU         18x18
-  depthwise3x3(64) + BN + ReLU, conv1x1(64->64) + BN + ReLU
-  FractionalAvgPool ratio 1.5                -> 12x12
-  depthwise3x3(64) + BN + ReLU, conv1x1(64->128) + BN + ReLU
-  FractionalAvgPool ratio 1.5                -> 8x8
-  depthwise3x3(128) + BN + ReLU, conv1x1(128->128) + BN + ReLU   (twice)
-  flatten, dense 8192->10
-Training data: random horizontal flips (--flip; --pad adds random crops of
-  the zero-padded images, off by default), label smoothing 0.1
-  (--label-smoothing), as the example's defaults. --tta classifies each test
+                             overlapping cells)  -> 9x9
+  depthwise3x3(96) + BN + ReLU, conv1x1(96->160) + BN + ReLU
+  FractionalAvgPool ratio 1.5                -> 6x6
+  depthwise3x3(160) + BN + ReLU, conv1x1(160->160) + BN + ReLU   (twice)
+  flatten, dense 5760->10
+Training data: label smoothing 0.1 (--label-smoothing) and no augmentation,
+  as the example's defaults; --flip 1 adds random horizontal flips, --pad
+  random crops of the zero-padded images, --erase random erasing. --tta classifies each test
   image by the sum of its and its mirror's logits (the example's -tta).
 Batch norm: eps 1e-3, momentum 0.1 (PyTorch convention; = TF momentum 0.9,
   exponential_avg_factor 0.1).
@@ -43,7 +43,7 @@ ap.add_argument('--seed', type=int, default=1)
 ap.add_argument('--max-train', type=int, default=0)
 ap.add_argument('--channels-last', action='store_true')
 ap.add_argument('--pad', type=int, default=0, help='random crops of the images zero-padded by this many pixels (0: none)')
-ap.add_argument('--flip', type=int, default=1, help='random horizontal flips (1) or none (0)')
+ap.add_argument('--flip', type=int, default=0, help='random horizontal flips (1) or none (0)')
 ap.add_argument('--erase', type=float, default=0, help='probability of random erasing (RandomErasing with its defaults)')
 ap.add_argument('--label-smoothing', type=float, default=0.1)
 ap.add_argument('--tta', action='store_true', help="classify each test image by the sum of its and its mirror's logits")
@@ -113,19 +113,19 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.c1, self.b1 = nn.Conv2d(1, 32, 3, padding=1, bias=False), bn(32)
-        self.p1 = FracAvgPool(1.5)
-        self.c2, self.b2 = nn.Conv2d(32, 64, 3, padding=1, bias=False), bn(64)
-        self.dw2, self.b2b = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), bn(64)
-        self.pw2, self.b2c = nn.Conv2d(64, 64, 1, bias=False), bn(64)
+        self.p1 = nn.MaxPool2d(2)
+        self.c2, self.b2 = nn.Conv2d(32, 96, 3, padding=1, bias=False), bn(96)
+        self.dw2, self.b2b = nn.Conv2d(96, 96, 3, padding=1, groups=96, bias=False), bn(96)
+        self.pw2, self.b2c = nn.Conv2d(96, 96, 1, bias=False), bn(96)
         self.p2 = FracAvgPool(1.5)
-        self.dw, self.b3 = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False), bn(64)
-        self.pw, self.b4 = nn.Conv2d(64, 128, 1, bias=False), bn(128)
+        self.dw, self.b3 = nn.Conv2d(96, 96, 3, padding=1, groups=96, bias=False), bn(96)
+        self.pw, self.b4 = nn.Conv2d(96, 160, 1, bias=False), bn(160)
         self.p3 = FracAvgPool(1.5)
-        self.dw4, self.b5 = nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False), bn(128)
-        self.pw4, self.b6 = nn.Conv2d(128, 128, 1, bias=False), bn(128)
-        self.dw5, self.b7 = nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False), bn(128)
-        self.pw5, self.b8 = nn.Conv2d(128, 128, 1, bias=False), bn(128)
-        self.fc = nn.Linear(128 * 8 * 8, 10)
+        self.dw4, self.b5 = nn.Conv2d(160, 160, 3, padding=1, groups=160, bias=False), bn(160)
+        self.pw4, self.b6 = nn.Conv2d(160, 160, 1, bias=False), bn(160)
+        self.dw5, self.b7 = nn.Conv2d(160, 160, 3, padding=1, groups=160, bias=False), bn(160)
+        self.pw5, self.b8 = nn.Conv2d(160, 160, 1, bias=False), bn(160)
+        self.fc = nn.Linear(160 * 6 * 6, 10)
 
     def forward(self, x):
         x = self.p1(F.relu(self.b1(self.c1(x))))
