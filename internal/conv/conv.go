@@ -296,18 +296,7 @@ func backpropInputStride1[T Float](dx, f, dy []T, g *Geom, threads int, ft []T) 
 	for p := 0; p < g.KH; p++ {
 		for q := 0; q < g.KW; q++ {
 			src := f[((g.KH-1-p)*g.KW+(g.KW-1-q))*g.CF*g.O:][:g.CF*g.O]
-			dst := ft[(p*g.KW+q)*g.OG*g.C:][:g.OG*g.C]
-			for grp := 0; grp < g.G; grp++ {
-				for k := 0; k < g.CF; k++ {
-					s := src[k*g.O+grp*g.OG:][:g.OG]
-					c := grp*g.CF + k
-					for o, v := range s {
-						// Row o: group grp's input channel o of the transposed
-						// problem; column c: its output channel.
-						dst[o*g.C+c] = v
-					}
-				}
-			}
+			flipTap(ft[(p*g.KW+q)*g.OG*g.C:][:g.OG*g.C], src, g)
 		}
 	}
 	Forward(dx, dy, ft, &t, threads)
