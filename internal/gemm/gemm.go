@@ -84,6 +84,7 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		blk: blk, kern: kern,
 	}
 	pr.kernS, pr.edgeAny = stridedKernel[T](isa)
+	pr.inPlaceA = readsATInPlace[T](transA, n, pr.kernS != nil)
 	// Inner-dimension blocks of near-equal size; they depend on k only.
 	nkb := (k + blk.kc - 1) / blk.kc
 	pr.kcb = (k + nkb - 1) / nkb
@@ -215,7 +216,8 @@ type problem[T Float] struct {
 	kernRowsTall rowsKernelFunc[T]
 	// kernS is the strided-A kernel, or nil: edge tiles of 2 or 4 rows
 	// then run on it straight into C, and with inPlaceA it reads the full
-	// tiles of an A stored k×m in place (lazyB).
+	// tiles of an A stored k×m in place (packA packs only the partial
+	// tile).
 	kernS    stridedKernelFunc[T]
 	inPlaceA bool
 	// edgeAny: kernS computes any edge tile straight into C.
@@ -294,17 +296,7 @@ func (pr *problem[T]) lazyB(buf *buffers[T], ic, mc, jc, nc, pc, kc int) {
 	nr := pr.blk.nr
 	bp := buf.bBuf(nr*kc, pr.blk)
 	offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, pr.n/pr.rb.Seg)
-	var ap []T
-	if pr.inPlaceA {
-		// Only the partial tile at the end, if any, is packed (into the
-		// buffer's first panel); macro reads the others from A.
-		if full := mc / mr * mr; full < mc {
-			ap = buf.aBuf(mr*kc, pr.blk)
-			packA(ap, pr.a, pr.lda, true, ic+full, mc-full, pc, kc)
-		}
-	} else {
-		ap = pr.packA(buf, ic, mc, pc, kc)
-	}
+	ap := pr.packA(buf, ic, mc, pc, kc)
 	for jr := 0; jr < nc; jr += nr {
 		ncr := min(nr, nc-jr)
 		packBRows(bp, &pr.rb, offs, ld, kc, jc+jr, ncr, nr)
@@ -331,8 +323,19 @@ func (pr *problem[T]) prepA(buf *buffers[T], ic, mc int) {
 }
 
 // packA packs rows [ic, ic+mc) and columns [pc, pc+kc) of op(A), or
-// returns nil when the kernel reads a Rows A in place.
+// returns nil when the kernel reads a Rows A in place. With inPlaceA it
+// packs only the partial tile at the end, if any (into the buffer's first
+// panel; nil if there is none): macro reads the full tiles from A.
 func (pr *problem[T]) packA(buf *buffers[T], ic, mc, pc, kc int) []T {
+	if pr.inPlaceA {
+		full := mc / mr * mr
+		if full == mc {
+			return nil
+		}
+		ap := buf.aBuf(mr*kc, pr.blk)
+		packA(ap, pr.a, pr.lda, true, ic+full, mc-full, pc, kc)
+		return ap
+	}
 	ap := buf.aBuf(ceilDiv(mc, mr)*mr*kc, pr.blk)
 	switch {
 	case pr.ra.Map == nil:
