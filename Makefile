@@ -2,7 +2,7 @@
 # check; `make ci` (what CI runs, via .ci/run) adds -race, noasm and fuzzing.
 GO ?= go
 # Golden-case families whose ops are registered (see testdata/golden/).
-GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool cwise array pool
+GOLDEN_FAMILIES ?= conv2d depthwise_conv2d fake_quant fused_batch_norm fractional_avg_pool cwise array pool fused_batch_norm_ex
 GOLDEN_FILES := $(foreach f,$(GOLDEN_FAMILIES),testdata/golden/$(f).json)
 # Cases generated in this repository from independent references (testdata/golden-tapegrad/).
 GOLDEN_FILES += testdata/golden-tapegrad/conv2d_int32.json

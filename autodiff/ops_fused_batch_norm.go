@@ -7,15 +7,15 @@ import (
 )
 
 // Typed functions of the FusedBatchNorm family (TensorFlow's
-// FusedBatchNorm, FusedBatchNormV3, FusedBatchNormGrad and
-// FusedBatchNormGradV3; see forward.FusedBatchNormAttrs and
+// FusedBatchNorm, FusedBatchNormV3, _FusedBatchNormEx, FusedBatchNormGrad
+// and FusedBatchNormGradV3; see forward.FusedBatchNormAttrs and
 // forward.FusedBatchNormGradAttrs for the attributes). Each op runs on the
 // tape of its first Value argument that has one; a zero Value or values of
 // two tapes are an error on that tape, and the results are then poisoned
 // Values that report it.
 
-// BatchNormOutputs are the outputs of FusedBatchNorm and FusedBatchNormV3,
-// in TensorFlow's order.
+// BatchNormOutputs are the outputs of FusedBatchNorm, FusedBatchNormV3 and
+// _FusedBatchNormEx, in TensorFlow's order.
 type BatchNormOutputs struct {
 	// Y is the normalised x: (x − μ)·γ/sqrt(σ² + ε) + β, of x's shape.
 	Y Value
@@ -34,9 +34,9 @@ type BatchNormOutputs struct {
 	ReserveSpace3 Value
 }
 
-// bnForward applies FusedBatchNorm or FusedBatchNormV3.
-func bnForward(b func(registry.Emitter, registry.Attrs[forward.FusedBatchNormAttrs], registry.Value, registry.Value, registry.Value, registry.Value, registry.Value) []registry.Value,
-	x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormAttrs) BatchNormOutputs {
+// bnForward applies FusedBatchNorm, FusedBatchNormV3 or _FusedBatchNormEx.
+func bnForward[A any](b func(registry.Emitter, registry.Attrs[A], registry.Value, registry.Value, registry.Value, registry.Value, registry.Value) []registry.Value,
+	x, scale, offset, mean, variance Value, attrs A) BatchNormOutputs {
 	t := tapeOf(x, scale, offset, mean, variance)
 	if t == nil {
 		return BatchNormOutputs{}
@@ -70,6 +70,18 @@ func bnForward(b func(registry.Emitter, registry.Attrs[forward.FusedBatchNormAtt
 // statistics outputs are dropped, and mean and variance get none.
 func FusedBatchNormV3(x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormAttrs) BatchNormOutputs {
 	return bnForward(forward.FusedBatchNormV3, x, scale, offset, mean, variance, attrs)
+}
+
+// FusedBatchNormEx applies TensorFlow's _FusedBatchNormEx: FusedBatchNormV3
+// followed by attrs.ActivationMode, "Identity" (the default) or "Relu"
+// (Y = max(Y, 0), as Relu computes it), applied to each piece of Y as it
+// is written: one pass over Y fewer than FusedBatchNormV3 then Relu, with
+// the same values. attrs.NumSideInputs must be 0. Its gradient is the
+// graph TensorFlow differentiates before fusing: ReluGrad (with Y as
+// features) then FusedBatchNormV3's gradient, differentiable to any
+// order. Otherwise as FusedBatchNormV3.
+func FusedBatchNormEx(x, scale, offset, mean, variance Value, attrs forward.FusedBatchNormExAttrs) BatchNormOutputs {
+	return bnForward(forward.FusedBatchNormEx, x, scale, offset, mean, variance, attrs)
 }
 
 // FusedBatchNorm applies TensorFlow's FusedBatchNorm (4-D x only, no

@@ -194,3 +194,31 @@ func ExampleFusedBatchNormV3() {
 	// d/dscale       [-1.069 1.342]
 	// d/doffset      [1.000 1.000]
 }
+
+// ExampleFusedBatchNormEx normalises a batch in training mode with the
+// Relu fused (TensorFlow's _FusedBatchNormEx): the values of
+// FusedBatchNormV3 then Relu, and no gradient where the output is
+// clipped.
+func ExampleFusedBatchNormEx() {
+	tp := autodiff.NewTape()
+	// x: NHWC [4, 1, 1, 1], one channel.
+	xd, _ := tensorx.New([]int{4, 1, 1, 1}, []float64{1, 2, 3, 6})
+	one, _ := tensorx.New([]int{1}, []float64{1})
+	zero, _ := tensorx.New([]int{1}, []float64{0})
+	empty, _ := tensorx.New([]int{0}, []float64{})
+	x := tp.Watch(xd)
+	out := autodiff.FusedBatchNormEx(x, tp.Constant(one), tp.Constant(zero), tp.Constant(empty), tp.Constant(empty),
+		forward.FusedBatchNormExAttrs{ActivationMode: "Relu"})
+	y, _ := out.Y.Float64s()
+	fmt.Printf("y     %.3f\n", y)
+	g, err := tp.Grad([]autodiff.Value{out.Y}, []autodiff.Value{x}, nil, autodiff.GradOpts{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dx, _ := g[0].Float64s()
+	fmt.Printf("d/dx  %.3f\n", dx)
+	// Output:
+	// y     [0.000 0.000 0.000 1.604]
+	// d/dx  [0.095 -0.019 -0.134 0.057]
+}

@@ -97,6 +97,7 @@ func init() {
 	})
 	registry.MustSetGradient(forward.OpFusedBatchNorm, bnForwardGrad(bnGradV1))
 	registry.MustSetGradient(forward.OpFusedBatchNormV3, bnForwardGrad(FusedBatchNormGradV3))
+	registry.MustSetGradient(forward.OpFusedBatchNormEx, bnExGrad)
 	registry.MustSetGradient(bnOpGradV1, bnGradGrad)
 	registry.MustSetGradient(bnOpGradV3, bnGradGrad)
 }
@@ -117,8 +118,7 @@ func bnGradV1(e registry.Emitter, attrs registry.Attrs[forward.FusedBatchNormGra
 // applied by gradOp.
 func bnForwardGrad(gradOp bnGradOp) registry.GradFunc {
 	return func(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
-		in, outs := n.Inputs(), n.Outputs()
-		res := e.Values(len(in))
+		res := e.Values(len(n.Inputs()))
 		g := dy[0]
 		if g == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
 			return res, nil
@@ -127,21 +127,52 @@ func bnForwardGrad(gradOp bnGradOp) registry.GradFunc {
 		if !ok {
 			return nil, registry.Errorf(registry.ErrInternal, "%s gradient: attrs of type %T", n.Op().Name, n.Attrs())
 		}
-		rs1, rs2 := outs[3], outs[4]
-		if !a.Training() {
-			rs1, rs2 = in[3], in[4]
-		}
-		var rs3 registry.Value // FusedBatchNormV3's reserve_space_3
-		if len(outs) == 6 {
-			rs3 = outs[5]
-		}
-		r := gradOp(e, bnGradAttrs(a), g, in[0], in[1], rs1, rs2, rs3)
-		for i := 0; i < 3; i++ {
-			if n.NeedsGrad(i) {
-				res[i] = r[i]
-			}
-		}
+		bnGradInto(res, e, n, a, g, gradOp)
 		return res, nil
+	}
+}
+
+// bnExGrad is the gradient of _FusedBatchNormEx: with activation Relu,
+// y's upstream gradient through Relu first (ReluGrad with y, the
+// activation's output, as features), then FusedBatchNormV3's gradient;
+// the graph TensorFlow differentiates before its optimizer fuses the
+// forward ops. Built from registered ops, so it has gradients of any
+// order.
+func bnExGrad(e registry.Emitter, n registry.Node, dy []registry.Value) ([]registry.Value, error) {
+	res := e.Values(len(n.Inputs()))
+	g := dy[0]
+	if g == nil || !(n.NeedsGrad(0) || n.NeedsGrad(1) || n.NeedsGrad(2)) {
+		return res, nil
+	}
+	a, ok := n.Attrs().(forward.FusedBatchNormExAttrs)
+	if !ok {
+		return nil, registry.Errorf(registry.ErrInternal, "%s gradient: attrs of type %T", n.Op().Name, n.Attrs())
+	}
+	if a.Relu() {
+		g = ReluGrad(e, g, n.Outputs()[0])
+	}
+	bnGradInto(res, e, n, a.BatchNorm(), g, FusedBatchNormGradV3)
+	return res, nil
+}
+
+// bnGradInto sets res[0..2] (those n needs) to the gradients of the
+// forward node n (attrs a as FusedBatchNorm attrs) for y's upstream
+// gradient g, with the grad op gradOp.
+func bnGradInto(res []registry.Value, e registry.Emitter, n registry.Node, a forward.FusedBatchNormAttrs, g registry.Value, gradOp bnGradOp) {
+	in, outs := n.Inputs(), n.Outputs()
+	rs1, rs2 := outs[3], outs[4]
+	if !a.Training() {
+		rs1, rs2 = in[3], in[4]
+	}
+	var rs3 registry.Value // reserve_space_3 of FusedBatchNormV3 and _FusedBatchNormEx
+	if len(outs) == 6 {
+		rs3 = outs[5]
+	}
+	r := gradOp(e, bnGradAttrs(a), g, in[0], in[1], rs1, rs2, rs3)
+	for i := 0; i < 3; i++ {
+		if n.NeedsGrad(i) {
+			res[i] = r[i]
+		}
 	}
 }
 

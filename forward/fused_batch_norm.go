@@ -50,6 +50,7 @@ import (
 const (
 	bnOpV1 = "FusedBatchNorm"
 	bnOpV3 = "FusedBatchNormV3"
+	bnOpEx = "_FusedBatchNormEx"
 )
 
 // Default attribute values, as TensorFlow's op definitions give them.
@@ -77,6 +78,47 @@ type FusedBatchNormAttrs struct {
 	// false normalises with the given mean and variance (inference).
 	IsTraining *bool `tf:"is_training" default:"true"`
 }
+
+// FusedBatchNormExAttrs are the attributes of _FusedBatchNormEx:
+// FusedBatchNormV3's, and the activation applied to y. The pointer fields
+// are nil for TensorFlow's default.
+//
+// TensorFlow creates _FusedBatchNormEx in its graph optimizer (grappler's
+// remapper) from FusedBatchNormV3 followed by Relu; its kernels are
+// oneDNN's on CPU and cuDNN's on GPU, whose training mode with an
+// activation takes half-precision NHWC data only (a cuDNN restriction).
+// tapegrad follows the op definition on every layout and dtype:
+// y = activation(FusedBatchNormV3's y), with the same other outputs.
+// Side inputs (added before the activation) are not supported:
+// num_side_inputs must be 0, the value the CPU fusion always uses.
+type FusedBatchNormExAttrs struct {
+	// Epsilon is as FusedBatchNormAttrs.Epsilon (default 0.0001).
+	Epsilon *float32 `tf:"epsilon" default:"0.0001"`
+	// ExponentialAvgFactor is as FusedBatchNormAttrs' (default 1).
+	ExponentialAvgFactor *float32 `tf:"exponential_avg_factor" default:"1"`
+	// DataFormat is as FusedBatchNormAttrs.DataFormat (default "NHWC").
+	DataFormat string `tf:"data_format" default:"NHWC" allowed:"NHWC,NCHW,NDHWC,NCDHW"`
+	// NumSideInputs is the number of side inputs (default 0); it must be 0.
+	NumSideInputs int `tf:"num_side_inputs"`
+	// ActivationMode is "Identity" (default: y as FusedBatchNormV3's) or
+	// "Relu" (y = max(y, 0), as Relu computes it: NaN and −0 stay).
+	ActivationMode string `tf:"activation_mode" default:"Identity" allowed:"Identity,Relu"`
+	// IsTraining is as FusedBatchNormAttrs.IsTraining (default true).
+	IsTraining *bool `tf:"is_training" default:"true"`
+}
+
+// BatchNorm returns the attributes of the FusedBatchNormV3 that a
+// computes before its activation.
+func (a FusedBatchNormExAttrs) BatchNorm() FusedBatchNormAttrs {
+	return FusedBatchNormAttrs{Epsilon: a.Epsilon, ExponentialAvgFactor: a.ExponentialAvgFactor, DataFormat: a.DataFormat, IsTraining: a.IsTraining}
+}
+
+// Relu reports whether the activation is Relu.
+func (a FusedBatchNormExAttrs) Relu() bool { return a.ActivationMode == "Relu" }
+
+// Format returns the data_format attribute, or its default ("NHWC") when
+// unset.
+func (a FusedBatchNormExAttrs) Format() string { return bnFormatOr(a.DataFormat) }
 
 // Eps returns the epsilon attribute, or its default when unset.
 func (a FusedBatchNormAttrs) Eps() float32 { return bnOr(a.Epsilon, bnDefaultEpsilon) }
@@ -168,17 +210,50 @@ func init() {
 		Kernels: floatKernels(bnKernel[float32](bnOpV3), bnKernel[float64](bnOpV3)),
 		Samples: bnSamples(bnOpV3),
 	})
+	registry.MustRegister(&registry.OpDef{
+		Name: bnOpEx,
+		Doc: "FusedBatchNormV3 followed by its activation_mode (Identity or Relu) in the same pass over y, " +
+			"as TensorFlow's graph optimizer fuses them; num_side_inputs must be 0",
+		Inputs:  args("x", "scale", "offset", "mean", "variance"),
+		Outputs: args("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"),
+		Attrs:   FusedBatchNormExAttrs{},
+		Kernels: floatKernels(bnKernel[float32](bnOpEx), bnKernel[float64](bnOpEx)),
+		Samples: bnExSamples,
+	})
+}
+
+// bnKernelAttrs returns the FusedBatchNorm attrs of op's attrs, whether y gets
+// a Relu (_FusedBatchNormEx), and the data format, after the checks of
+// CheckFusedBatchNormOp.
+func bnKernelAttrs(op string, attrs any, names []string, in []*tensor.Dense) (a FusedBatchNormAttrs, relu bool, format string, err error) {
+	if op != bnOpEx {
+		a, format, err = CheckFusedBatchNormOp[FusedBatchNormAttrs](op, attrs, 0, names, in)
+		return a, false, format, err
+	}
+	ax, format, err := CheckFusedBatchNormOp[FusedBatchNormExAttrs](op, attrs, 0, names, in)
+	if err != nil {
+		return a, false, "", err
+	}
+	switch n := ax.NumSideInputs; {
+	case n < 0 || n > 1:
+		return a, false, "", registry.Errorf(registry.ErrInvalidArgument, "%s: FusedBatchNorm accepts at most one side input (num_side_inputs = %d)", op, n)
+	case n == 1:
+		return a, false, "", registry.Errorf(registry.ErrUnimplemented, "%s: num_side_inputs = 1: side inputs are not supported, only 0", op)
+	}
+	return ax.BatchNorm(), ax.Relu(), format, nil
 }
 
 // ---------------------------------------------------------------------------
 // Forward.
 
-// bnKernel is the kernel of FusedBatchNorm (op bnOpV1) or FusedBatchNormV3.
+// bnKernel is the kernel of FusedBatchNorm (op bnOpV1), FusedBatchNormV3
+// or _FusedBatchNormEx (FusedBatchNormV3's, with the Relu applied to each
+// piece of y as the normalisation writes it).
 func bnKernel[T tensorx.Float](op string) registry.Kernel {
-	v3 := op == bnOpV3
+	v3 := op != bnOpV1 // six outputs, 5-D formats
 	names := []string{"x", "scale", "offset", "mean", "variance"}
 	return func(kc *registry.KernelCtx, attrs any, in []*tensor.Dense) ([]*tensor.Dense, error) {
-		a, format, err := CheckFusedBatchNormOp[FusedBatchNormAttrs](op, attrs, 0, names, in)
+		a, relu, format, err := bnKernelAttrs(op, attrs, names, in)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +330,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 				mu[c] = m[c]
 				k[c] = T(float64(gamma[c]) / math.Sqrt(float64(v[c])+eps))
 			}
-			bnkern.Normalize(ys, xs, l, mu, k, beta, kc.NumThreads())
+			bnkern.Normalize(ys, xs, l, mu, k, beta, relu, kc.NumThreads())
 			copy(bm, m)
 			copy(bv, v)
 			copy(rs1, m)
@@ -293,7 +368,7 @@ func bnKernel[T tensorx.Float](op string) registry.Kernel {
 				bv[c] = T((1-f)*float64(v[c]) + (f*bessel)*bvar)
 			}
 		}
-		bnkern.Normalize(ys, xs, l, mu, k, beta, kc.NumThreads())
+		bnkern.Normalize(ys, xs, l, mu, k, beta, relu, kc.NumThreads())
 		return kc.Results(out...), nil
 	}
 }

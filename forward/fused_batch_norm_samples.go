@@ -2,6 +2,7 @@ package forward
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 
 	"gorgonia.org/tensor"
@@ -246,4 +247,76 @@ func FusedBatchNormGradSamples(v3 bool) func(r *rand.Rand) []registry.Sample {
 		}
 		return out
 	}
+}
+
+// bnExSamples is the sample generator of _FusedBatchNormEx: every
+// configuration of the family with activation Relu, and the first one
+// with Identity. Relu has a kink at 0, where finite differences mean
+// nothing, so each Relu sample's inputs are drawn again until every
+// pre-activation y lies at least bnExMargin away from 0 (the draws depend
+// only on r, so the samples are the same every run).
+func bnExSamples(r *rand.Rand) []registry.Sample {
+	var out []registry.Sample
+	for i, c := range bnSampleConfigs {
+		if i == 0 {
+			out = append(out, bnExSample(r, c, "Identity"))
+		}
+		out = append(out, bnExSample(r, c, "Relu"))
+	}
+	return out
+}
+
+// bnExMargin is the least distance from 0 of a Relu sample's
+// pre-activation values.
+const bnExMargin = 0.05
+
+func bnExSample(r *rand.Rand, c bnSampleConfig, mode string) registry.Sample {
+	C := c.channels()
+	for try := 0; ; try++ {
+		x := bnSampleTensor(r, 1.5, 0.5, c.shape...)
+		mean, variance := bnSampleTensor(r, 1, 0, 0), bnSampleTensor(r, 1, 0, 0)
+		if !c.training || (c.factor != 0 && c.factor != 1) {
+			mean, variance = bnSampleTensor(r, 1, 0.3, C), bnSampleUniform(r, 0.5, 2, C)
+		}
+		scale, offset := bnSampleScale(r, C), bnSampleTensor(r, 1, 0, C)
+		if mode == "Relu" && !bnExClear(c, x, scale, offset, mean, variance) {
+			if try == 1000 {
+				panic("forward: no _FusedBatchNormEx sample clear of the Relu kink for " + c.name())
+			}
+			continue
+		}
+		b := c.attrs()
+		return registry.Sample{
+			Name: c.name() + "-" + mode,
+			Attrs: FusedBatchNormExAttrs{Epsilon: b.Epsilon, ExponentialAvgFactor: b.ExponentialAvgFactor,
+				DataFormat: b.DataFormat, IsTraining: b.IsTraining, ActivationMode: mode},
+			Inputs:  []*tensor.Dense{x, scale, offset, mean, variance},
+			Wrt:     []int{0, 1, 2},
+			Outputs: []int{0},
+		}
+	}
+}
+
+// bnExClear reports whether every pre-activation value of the sample
+// (FusedBatchNormV3's y, in float64) is at least bnExMargin away from 0.
+func bnExClear(c bnSampleConfig, x, scale, offset, mean, variance *tensor.Dense) bool {
+	m, v := mean, variance
+	if c.training {
+		m, v = bnSampleStats(x, c.format)
+	}
+	l, err := FusedBatchNormLayout(bnOpEx+" sample", "x", x.Shape(), c.format)
+	if err != nil {
+		panic("forward: bad batch-norm sample: " + err.Error())
+	}
+	eps := float64(c.attrs().Eps())
+	xs, g, b := tensorx.MustSlice[float64](x), tensorx.MustSlice[float64](scale), tensorx.MustSlice[float64](offset)
+	ms, vs := tensorx.MustSlice[float64](m), tensorx.MustSlice[float64](v)
+	for i, xv := range xs {
+		ch := (i / l.Inner) % l.C
+		y := (xv-ms[ch])/math.Sqrt(vs[ch]+eps)*g[ch] + b[ch]
+		if math.Abs(y) < bnExMargin {
+			return false
+		}
+	}
+	return true
 }

@@ -139,6 +139,8 @@ const (
 	OpTranspose = "Transpose"
 	// OpZerosLike is the name of the ZerosLike op.
 	OpZerosLike = "ZerosLike"
+	// OpFusedBatchNormEx is the name of the _FusedBatchNormEx op.
+	OpFusedBatchNormEx = "_FusedBatchNormEx"
 	// OpReducedShape is the name of the tapegrad.ReducedShape op.
 	OpReducedShape = "tapegrad.ReducedShape"
 )
@@ -534,6 +536,12 @@ func Transpose(e registry.Emitter, x registry.Value, perm registry.Value) regist
 // Inputs: x. Output: y.
 func ZerosLike(e registry.Emitter, x registry.Value) registry.Value {
 	return registry.Apply1(e, OpZerosLike, nil, x)
+}
+
+// FusedBatchNormEx applies _FusedBatchNormEx on e: FusedBatchNormV3 followed by its activation_mode (Identity or Relu) in the same pass over y, as TensorFlow's graph optimizer fuses them; num_side_inputs must be 0.
+// Inputs: x, scale, offset, mean, variance. Outputs, in order: y, batch_mean, batch_variance, reserve_space_1, reserve_space_2, reserve_space_3.
+func FusedBatchNormEx(e registry.Emitter, attrs registry.Attrs[FusedBatchNormExAttrs], x registry.Value, scale registry.Value, offset registry.Value, mean registry.Value, variance registry.Value) []registry.Value {
+	return registry.Apply(e, OpFusedBatchNormEx, attrs.Boxed(), x, scale, offset, mean, variance)
 }
 
 // ReducedShape applies tapegrad.ReducedShape on e: the shape input_shape would have after reducing over axes with keep_dims: input_shape with every reduced dimension set to 1 (TensorFlow's Python math_ops.reduced_shape; tapegrad's own op, used by the gradients of Sum and Mean).

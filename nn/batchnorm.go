@@ -29,6 +29,11 @@ type BatchNormOpts struct {
 	// Dtype is the dtype of the parameters, buffers and inputs, float32
 	// (default) or float64.
 	Dtype tensor.Dtype
+	// ReLU applies max(y, 0) to the output in the same pass
+	// (_FusedBatchNormEx with activation_mode Relu, TensorFlow's fusion of
+	// FusedBatchNormV3 and Relu): the values and gradients of BatchNorm
+	// followed by ReLU, with one pass over the output fewer.
+	ReLU bool
 }
 
 // BatchNorm normalises each channel of its 4-D or 5-D input with
@@ -41,6 +46,9 @@ type BatchNormOpts struct {
 // op's exponential_avg_factor being 1 − momentum. In evaluation, μ and σ²
 // are the running statistics (is_training false), and nothing is updated.
 // Gradients flow to x, Scale and Offset in both modes, as TensorFlow's.
+//
+// With BatchNormOpts.ReLU the layer runs _FusedBatchNormEx instead, whose
+// y is max(y, 0): the same values and gradients as BatchNorm then ReLU.
 type BatchNorm struct {
 	// Scale (γ, initially 1) and Offset (β, initially 0), [C], named
 	// "scale" and "offset".
@@ -50,6 +58,8 @@ type BatchNorm struct {
 	MovingMean, MovingVariance *Buffer
 	train, eval                forward.FusedBatchNormAttrs
 	trainOp, evalOp            registry.Attrs[forward.FusedBatchNormAttrs] // FusedBatchNormV3 in train, eval mode
+	relu                       bool
+	trainEx, evalEx            registry.Attrs[forward.FusedBatchNormExAttrs] // _FusedBatchNormEx with Relu (ReLU)
 	err                        error
 }
 
@@ -99,6 +109,10 @@ func (b *BatchNorm) init(c int, o BatchNormOpts) error {
 	b.eval = forward.FusedBatchNormAttrs{Epsilon: &eps32, DataFormat: format, IsTraining: &ev}
 	b.trainOp = registry.NewAttrs(b.train)
 	b.evalOp = registry.NewAttrs(b.eval)
+	if b.relu = o.ReLU; b.relu {
+		b.trainEx = registry.NewAttrs(reluAttrs(b.train))
+		b.evalEx = registry.NewAttrs(reluAttrs(b.eval))
+	}
 	if b.Scale, err = newParam("scale", dt, []int{c}, Ones, nil); err != nil {
 		return wrapf(err, layer)
 	}
@@ -114,6 +128,13 @@ func (b *BatchNorm) init(c int, o BatchNormOpts) error {
 	return nil
 }
 
+// reluAttrs returns _FusedBatchNormEx's attrs for a's FusedBatchNormV3
+// followed by Relu.
+func reluAttrs(a forward.FusedBatchNormAttrs) forward.FusedBatchNormExAttrs {
+	return forward.FusedBatchNormExAttrs{Epsilon: a.Epsilon, ExponentialAvgFactor: a.ExponentialAvgFactor,
+		DataFormat: a.DataFormat, IsTraining: a.IsTraining, ActivationMode: "Relu"}
+}
+
 // Err returns the layer's configuration error, or nil.
 func (b *BatchNorm) Err() error { return b.err }
 
@@ -121,7 +142,11 @@ func (b *BatchNorm) String() string {
 	if b.err != nil {
 		return "BatchNorm(invalid)"
 	}
-	return fmt.Sprintf("BatchNorm(%d, momentum %v, %s)", b.Scale.Data.Shape()[0], 1-float64(*b.train.ExponentialAvgFactor), b.train.DataFormat)
+	relu := ""
+	if b.relu {
+		relu = ", ReLU"
+	}
+	return fmt.Sprintf("BatchNorm(%d, momentum %v, %s%s)", b.Scale.Data.Shape()[0], 1-float64(*b.train.ExponentialAvgFactor), b.train.DataFormat, relu)
 }
 
 // Forward normalises x, updating the running statistics in training.
@@ -136,11 +161,20 @@ func (b *BatchNorm) forward(t *autodiff.Tape, x autodiff.Value, bd binder) autod
 	scale, offset := bind(t, bd, b.Scale), bind(t, bd, b.Offset)
 	mean, variance := t.Constant(b.MovingMean.Data), t.Constant(b.MovingVariance.Data)
 	e := t.Emitter()
+	xr, sr, or, mr, vr := t.Ref(x), t.Ref(scale), t.Ref(offset), t.Ref(mean), t.Ref(variance)
 	if !t.IsTraining() {
-		return autodiff.ValueOf(forward.FusedBatchNormV3(e, b.evalOp, t.Ref(x), t.Ref(scale), t.Ref(offset), t.Ref(mean), t.Ref(variance))[0])
+		if b.relu {
+			return autodiff.ValueOf(forward.FusedBatchNormEx(e, b.evalEx, xr, sr, or, mr, vr)[0])
+		}
+		return autodiff.ValueOf(forward.FusedBatchNormV3(e, b.evalOp, xr, sr, or, mr, vr)[0])
 	}
-	// FusedBatchNormV3's outputs: y, batch_mean, batch_variance, ...
-	refs := forward.FusedBatchNormV3(e, b.trainOp, t.Ref(x), t.Ref(scale), t.Ref(offset), t.Ref(mean), t.Ref(variance))
+	// The outputs: y, batch_mean, batch_variance, ...
+	var refs []registry.Value
+	if b.relu {
+		refs = forward.FusedBatchNormEx(e, b.trainEx, xr, sr, or, mr, vr)
+	} else {
+		refs = forward.FusedBatchNormV3(e, b.trainOp, xr, sr, or, mr, vr)
+	}
 	out := [3]autodiff.Value{autodiff.ValueOf(refs[0]), autodiff.ValueOf(refs[1]), autodiff.ValueOf(refs[2])}
 	for _, u := range [2]struct {
 		v   autodiff.Value

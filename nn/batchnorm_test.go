@@ -1,7 +1,10 @@
 package nn
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -161,4 +164,160 @@ func TestBatchNormErrors(t *testing.T) {
 	if v := tensorx.MustSlice[float32](bn.MovingVariance.Data); v[0] != 1 {
 		t.Fatalf("a failed step changed the statistics: %v", v)
 	}
+}
+
+// TestBatchNormReLU: a BatchNorm with ReLU (_FusedBatchNormEx) gives the
+// bits of BatchNorm followed by ReLU: outputs, the gradients of x, Scale
+// and Offset, and the running statistics, in training and evaluation, for
+// both dtypes and every data format; and its gradient passes the
+// numerical check (first and second order).
+func TestBatchNormReLU(t *testing.T) {
+	r := rnd(14)
+	for _, c := range []struct {
+		format string
+		shape  []int
+	}{{"NHWC", []int{2, 3, 4, 8}}, {"NCHW", []int{2, 3, 2, 5}}, {"NDHWC", []int{2, 2, 2, 3, 9}}, {"NHWC", []int{8, 16, 16, 16}}} {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+			ch := c.shape[len(c.shape)-1]
+			if c.format == "NCHW" {
+				ch = c.shape[1]
+			}
+			name := fmt.Sprintf("%s %v %v", c.format, c.shape, dt)
+			fused := NewBatchNorm(ch, BatchNormOpts{DataFormat: c.format, Dtype: dt, ReLU: true})
+			plain := NewBatchNorm(ch, BatchNormOpts{DataFormat: c.format, Dtype: dt})
+			for i, d := range []*tensor.Dense{plain.Scale.Data, plain.Offset.Data, plain.MovingMean.Data, plain.MovingVariance.Data} {
+				v := anyFloats(d)
+				for j := range v {
+					v[j] += 0.5*r.NormFloat64() + float64(i%2)
+				}
+				setData(t, d, v)
+			}
+			tensorx.CopyData(fused.Scale.Data, plain.Scale.Data)
+			tensorx.CopyData(fused.Offset.Data, plain.Offset.Data)
+			tensorx.CopyData(fused.MovingMean.Data, plain.MovingMean.Data)
+			tensorx.CopyData(fused.MovingVariance.Data, plain.MovingVariance.Data)
+			x, up := randOf(t, r, dt, c.shape), randOf(t, r, dt, c.shape)
+			plainReLU := NewSequential(plain, ReLU())
+			for _, training := range []bool{true, false} {
+				got := bnGrads(t, fused, fused, x, up, training)
+				want := bnGrads(t, plainReLU, plain, x, up, training)
+				neg := 0
+				for _, v := range anyFloats(want[0]) {
+					if v == 0 {
+						neg++
+					}
+				}
+				if neg == 0 || neg == tensorx.Len(x) {
+					t.Fatalf("%s training=%v: %d of %d outputs clipped; the case must clip some", name, training, neg, tensorx.Len(x))
+				}
+				for i, what := range []string{"y", "dx", "dscale", "doffset"} {
+					if !sameTensorBits(got[i], want[i]) {
+						t.Fatalf("%s training=%v: %s differs from BatchNorm+ReLU", name, training, what)
+					}
+				}
+				for _, p := range [][2]*tensor.Dense{{fused.MovingMean.Data, plain.MovingMean.Data}, {fused.MovingVariance.Data, plain.MovingVariance.Data}} {
+					if !sameTensorBits(p[0], p[1]) {
+						t.Fatalf("%s training=%v: running statistics differ", name, training)
+					}
+				}
+			}
+		}
+	}
+	small := NewBatchNorm(3, BatchNormOpts{Dtype: tensor.Float64, ReLU: true, Epsilon: 0.01})
+	x := randT(r, true, 2, 2, 3, 3)
+	checkModule(t, "BatchNorm ReLU train", small, x, true, true)
+	checkModule(t, "BatchNorm ReLU eval", small, x, false, true)
+	if s := small.String(); !strings.Contains(s, "ReLU") {
+		t.Fatalf("String() = %q, want it to name the ReLU", s)
+	}
+}
+
+// bnGrads runs m on x and returns y and the gradients of Σ y·up with
+// respect to x and bn's Scale and Offset (bn is m or one of its layers).
+func bnGrads(t *testing.T, m Module, bn *BatchNorm, x, up *tensor.Dense, training bool) []*tensor.Dense {
+	t.Helper()
+	tp := autodiff.NewTape(autodiff.Training(training))
+	xv := tp.Watch(x)
+	y := m.Forward(tp, xv)
+	g, err := tp.Grad([]autodiff.Value{y}, []autodiff.Value{xv, tp.Param(bn.Scale), tp.Param(bn.Offset)}, []autodiff.Value{tp.Constant(up)}, autodiff.GradOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []*tensor.Dense{}
+	for _, v := range append([]autodiff.Value{y}, g...) {
+		d, err := v.Tensor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d.Clone().(*tensor.Dense))
+	}
+	return out
+}
+
+// randOf returns a random tensor of dtype dt (N(0, 1) values).
+func randOf(t *testing.T, r *rand.Rand, dt tensor.Dtype, shape []int) *tensor.Dense {
+	t.Helper()
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	v := make([]float64, tensorx.Len(d))
+	for i := range v {
+		v[i] = r.NormFloat64()
+	}
+	setData(t, d, v)
+	return d
+}
+
+// anyFloats returns the values of a float32 or float64 tensor as float64.
+func anyFloats(d *tensor.Dense) []float64 {
+	switch s := d.Data().(type) {
+	case []float32:
+		v := make([]float64, len(s))
+		for i, x := range s {
+			v[i] = float64(x)
+		}
+		return v
+	case []float64:
+		return append([]float64(nil), s...)
+	}
+	return nil
+}
+
+// setData writes v into d (float32 or float64).
+func setData(t *testing.T, d *tensor.Dense, v []float64) {
+	t.Helper()
+	switch s := d.Data().(type) {
+	case []float32:
+		for i := range s {
+			s[i] = float32(v[i])
+		}
+	case []float64:
+		copy(s, v)
+	default:
+		t.Fatalf("dtype %v", d.Dtype())
+	}
+}
+
+// sameTensorBits reports whether a and b have the same shape and bits.
+func sameTensorBits(a, b *tensor.Dense) bool {
+	if !a.Shape().Eq(b.Shape()) {
+		return false
+	}
+	switch x := a.Data().(type) {
+	case []float32:
+		y := b.Data().([]float32)
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+	case []float64:
+		y := b.Data().([]float64)
+		for i := range x {
+			if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }

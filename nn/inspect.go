@@ -31,6 +31,10 @@ func (s *SeparableConv2D) PointwiseAttrs() forward.Conv2DAttrs { return cloneCon
 // (epsilon, data format; is_training false).
 func (b *BatchNorm) EvalAttrs() forward.FusedBatchNormAttrs { return b.eval }
 
+// ReLU reports whether the layer applies max(y, 0) to its output
+// (BatchNormOpts.ReLU).
+func (b *BatchNorm) ReLU() bool { return b.relu }
+
 // EvalAttrs returns the attrs of FractionalAvgPool in evaluation mode: the
 // deterministic grid, seeded with the layer's EvalSeed.
 func (p *FractionalAvgPool) EvalAttrs() forward.FractionalPoolAttrs {

@@ -103,6 +103,7 @@
 //   - Tanh(x) -> (y): y = tanh(x). No attrs. Kernels: float32, float64. Gradient: defined.
 //   - Transpose(x, perm) -> (y): permutes the dimensions of x: y.shape[i] = x.shape[perm[i]]; perm is an int32/int64 permutation of 0..rank-1. No attrs. Kernels: bool, float32, float64, int32, int64. Gradient: defined.
 //   - ZerosLike(x) -> (y): zeros of x's shape and dtype. No attrs. Kernels: bool, float32, float64, int32, int64. Not differentiable (zero gradient).
+//   - _FusedBatchNormEx(x, scale, offset, mean, variance) -> (y, batch_mean, batch_variance, reserve_space_1, reserve_space_2, reserve_space_3): FusedBatchNormV3 followed by its activation_mode (Identity or Relu) in the same pass over y, as TensorFlow's graph optimizer fuses them; num_side_inputs must be 0. Attrs forward.FusedBatchNormExAttrs {epsilon = 0.0001; exponential_avg_factor = 1; data_format = NHWC {NHWC, NCHW, NDHWC, NCDHW}; num_side_inputs; activation_mode = Identity {Identity, Relu}; is_training = true}. Kernels: float32, float64. Gradient: defined.
 //   - tapegrad.ReducedShape(input_shape, axes) -> (output): the shape input_shape would have after reducing over axes with keep_dims: input_shape with every reduced dimension set to 1 (TensorFlow's Python math_ops.reduced_shape; tapegrad's own op, used by the gradients of Sum and Mean). No attrs. Kernels: int32, int64. Not differentiable (zero gradient).
 //
 // Registered by github.com/tapegrad/tapegrad/nn:

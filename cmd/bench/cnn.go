@@ -18,6 +18,8 @@ import (
 //	global average pool · dense 64→10 · softmax cross-entropy (batch mean)
 //	SGD step, lr 0.01
 //
+// Each BN ReLU is one nn.BatchNorm with BatchNormOpts.ReLU
+// (_FusedBatchNormEx): the values and gradients of the two layers.
 // Batch norm has epsilon 1e-3 and momentum 0.9 (PyTorch's default 0.1 in
 // Keras's convention). The stride-2 conv uses TensorFlow's SAME padding,
 // which for 28 → 14 pads 0 rows/columns before and 1 after, where PyTorch's
@@ -60,16 +62,19 @@ func newW10(threads int) (*w10, error) {
 	const batch, size, classes = 64, 28, 10
 	r := rand.New(rand.NewSource(10))
 	momentum := w10BNMomentum
-	bn := func(ch int) nn.Module {
-		return nn.NewBatchNorm(ch, nn.BatchNormOpts{Momentum: &momentum, Epsilon: w10BNEpsilon})
+	// BN ReLU: one layer, _FusedBatchNormEx (the values and gradients of
+	// BatchNorm then ReLU, with one pass over the output fewer), as
+	// TensorFlow's graph optimizer fuses the pair.
+	bnReLU := func(ch int) nn.Module {
+		return nn.NewBatchNorm(ch, nn.BatchNormOpts{Momentum: &momentum, Epsilon: w10BNEpsilon, ReLU: true})
 	}
 	model := nn.NewSequential(
 		nn.Named("conv1", nn.NewConv2D(1, 32, 3, nn.ConvOpts{Padding: "SAME", NoBias: true, Rand: r})),
-		nn.Named("bn1", bn(32)), nn.ReLU(),
+		nn.Named("bn1", bnReLU(32)),
 		nn.Named("conv2", nn.NewConv2D(32, 64, 3, nn.ConvOpts{Padding: "SAME", Strides: []int{2}, NoBias: true, Rand: r})),
-		nn.Named("bn2", bn(64)), nn.ReLU(),
+		nn.Named("bn2", bnReLU(64)),
 		nn.Named("dw3", nn.NewDepthwiseConv2D(64, 3, nn.ConvOpts{Padding: "SAME", NoBias: true, Rand: r})),
-		nn.Named("bn3", bn(64)), nn.ReLU(),
+		nn.Named("bn3", bnReLU(64)),
 		nn.GlobalAvgPool("NHWC"),
 		nn.Named("fc", nn.NewDense(64, classes, nn.DenseOpts{Rand: r})),
 	)

@@ -110,12 +110,15 @@ func Generate(pkg string, defs []*registry.OpDef) ([]byte, error) {
 	return format.Source(b.Bytes())
 }
 
-// funcName is the builder's name: the op name without a "project." prefix.
+// funcName is the builder's name: the op name without a "project." prefix
+// or a leading underscore.
 func funcName(op string) string {
 	if i := strings.LastIndexByte(op, '.'); i >= 0 {
 		op = op[i+1:]
 	}
-	return op
+	// TensorFlow's internal ops ("_FusedBatchNormEx") lose the leading
+	// underscore, which would leave the builder unexported.
+	return strings.TrimPrefix(op, "_")
 }
 
 var reserved = map[string]bool{

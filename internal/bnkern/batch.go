@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/tapegrad/tapegrad/internal/ewkern"
 	"github.com/tapegrad/tapegrad/internal/parallel"
 )
 
@@ -254,35 +255,57 @@ func statsSegs[T Float](r red, x, shift []T, i0, i1 int) {
 
 // Normalize writes y = (x − mu)·k + beta per channel over the layout l,
 // in the element type (the factor k = γ·rsqrt(var+ε) formed by the
-// caller). Outputs of StreamBytes and more of a channels-last layout are
-// written with non-temporal stores where the assembly serves them.
-func Normalize[T Float](y, x []T, l Layout, mu, k, beta []T, threads int) {
+// caller), and with relu then y = max(y, 0) as ewkern.Relu computes it
+// (the activation of _FusedBatchNormEx): the same bits as a separate Relu
+// pass, applied to each piece of at most reluPiece elements right after
+// it is written, while it is still cached. Outputs of StreamBytes and
+// more of a channels-last layout are written with non-temporal stores
+// where the assembly serves them (not with relu, whose second look at
+// each piece needs it cached).
+func Normalize[T Float](y, x []T, l Layout, mu, k, beta []T, relu bool, threads int) {
 	st := storeVariant(y)
+	if relu && st == streamKernels {
+		st = avx2Kernels
+	}
 	rg, sg := unitGrains(l)
 	if l.Inner == 1 {
 		if serial(threads, l.Outer, rg) {
-			normChunk(l, x, y, mu, k, beta, st, 0, l.Outer)
+			normChunk(l, x, y, mu, k, beta, st, relu, 0, l.Outer)
 		} else {
-			parallel.Blocks(threads, l.Outer, rg, func(o0, o1 int) { normChunk(l, x, y, mu, k, beta, st, o0, o1) })
+			parallel.Blocks(threads, l.Outer, rg, func(o0, o1 int) { normChunk(l, x, y, mu, k, beta, st, relu, o0, o1) })
 		}
 		return
 	}
 	if n := l.Outer * l.C; serial(threads, n, sg) {
-		normSegs(l, x, y, mu, k, beta, 0, n)
+		normSegs(l, x, y, mu, k, beta, relu, 0, n)
 	} else {
-		parallel.Blocks(threads, n, sg, func(s0, s1 int) { normSegs(l, x, y, mu, k, beta, s0, s1) })
+		parallel.Blocks(threads, n, sg, func(s0, s1 int) { normSegs(l, x, y, mu, k, beta, relu, s0, s1) })
 	}
 }
 
+// reluPiece is the most elements Normalize writes before it applies the
+// activation to them: 64 KiB of float32, which stay in the L2 cache.
+const reluPiece = 1 << 14
+
 // normChunk is Normalize on the rows [o0, o1) of a channels-last layout.
-func normChunk[T Float](l Layout, x, y, mu, k, beta []T, v variant, o0, o1 int) {
+func normChunk[T Float](l Layout, x, y, mu, k, beta []T, v variant, relu bool, o0, o1 int) {
 	C := l.C
-	normRows(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, v)
+	if !relu {
+		normRows(x[o0*C:o1*C], y[o0*C:o1*C], C, mu, k, beta, v)
+		return
+	}
+	step := max(1, reluPiece/C)
+	for r0 := o0; r0 < o1; r0 += step {
+		r1 := min(r0+step, o1)
+		ys := y[r0*C : r1*C]
+		normRows(x[r0*C:r1*C], ys, C, mu, k, beta, v)
+		ewkern.Relu(ys, ys)
+	}
 }
 
 // normSegs is Normalize on the (outer, channel) segments [s0, s1) of a
 // channels-first layout.
-func normSegs[T Float](l Layout, x, y, mu, k, beta []T, s0, s1 int) {
+func normSegs[T Float](l Layout, x, y, mu, k, beta []T, relu bool, s0, s1 int) {
 	C, S := l.C, l.Inner
 	for s := s0; s < s1; s++ {
 		c := s % C
@@ -290,6 +313,9 @@ func normSegs[T Float](l Layout, x, y, mu, k, beta []T, s0, s1 int) {
 		xr, yr := x[s*S:(s+1)*S], y[s*S:(s+1)*S]
 		for i, v := range xr {
 			yr[i] = (v-m)*kk + b
+		}
+		if relu {
+			ewkern.Relu(yr, yr)
 		}
 	}
 }

@@ -15,18 +15,19 @@ import (
 type batchOut struct {
 	shift                  []float32
 	s1, s2, g1, g2, i1, i2 []float64
-	y, dx, dxi             []float32
+	y, yr, dx, dxi         []float32
 }
 
 func runBatch(l Layout, x, dy, co []float32, threads int) batchOut {
 	C, n := l.C, l.Size()
 	part := make([]float64, PartialsLen(l))
-	o := batchOut{shift: make([]float32, C), y: make([]float32, n), dx: make([]float32, n), dxi: make([]float32, n)}
+	o := batchOut{shift: make([]float32, C), y: make([]float32, n), yr: make([]float32, n), dx: make([]float32, n), dxi: make([]float32, n)}
 	for _, p := range []*[]float64{&o.s1, &o.s2, &o.g1, &o.g2, &o.i1, &o.i2} {
 		*p = make([]float64, C)
 	}
 	Stats(o.shift, o.s1, o.s2, x, l, part, threads)
-	Normalize(o.y, x, l, co[:C], co[C:2*C], co[2*C:3*C], threads)
+	Normalize(o.y, x, l, co[:C], co[C:2*C], co[2*C:3*C], false, threads)
+	Normalize(o.yr, x, l, co[:C], co[C:2*C], co[2*C:3*C], true, threads)
 	GradSums(o.g1, o.g2, nil, dy, x, l, co[:C], nil, part, threads)
 	GradSums(o.i1, o.i2, o.dxi, dy, x, l, co[:C], co[C:2*C], part, threads)
 	GradDx(o.dx, dy, x, l, co[:C], co[C:2*C], co[2*C:3*C], co[3*C:], threads)
@@ -38,6 +39,7 @@ func TestBatchPasses(t *testing.T) {
 	for _, l := range []Layout{
 		{Outer: 1, C: 1, Inner: 1}, {Outer: 30, C: 24, Inner: 1}, {Outer: 4096, C: 11, Inner: 1},
 		{Outer: 3, C: 5, Inner: 7}, {Outer: 64, C: 4, Inner: 300}, {Outer: 2, C: 3, Inner: 1},
+		{Outer: 3000, C: 24, Inner: 1}, // several relu pieces per block
 	} {
 		name := fmt.Sprintf("%+v", l)
 		n, C := l.Size(), l.C
@@ -63,7 +65,7 @@ func TestBatchPasses(t *testing.T) {
 						t.Fatalf("%s asm=%v threads=%d: sum %d channel %d = %v, want %v", name, asm, threads, i, j, p[1][j], p[0][j])
 					}
 				}
-				for i, p := range [][2][]float32{{ref.shift, o.shift}, {ref.y, o.y}, {ref.dx, o.dx}, {ref.dxi, o.dxi}} {
+				for i, p := range [][2][]float32{{ref.shift, o.shift}, {ref.y, o.y}, {ref.yr, o.yr}, {ref.dx, o.dx}, {ref.dxi, o.dxi}} {
 					if j, ok := sameBits(p[0], p[1]); !ok {
 						t.Fatalf("%s asm=%v threads=%d: output %d element %d = %v, want %v", name, asm, threads, i, j, p[1][j], p[0][j])
 					}
@@ -96,6 +98,15 @@ func checkBatch(t *testing.T, name string, l Layout, x, dy, co []float32, o batc
 		if w := (float64(v)-float64(co[c]))*float64(co[C+c]) + float64(co[2*C+c]); math.Abs(float64(o.y[i])-w) > tol*10 {
 			t.Fatalf("%s: y[%d] = %v, want %v", name, i, o.y[i], w)
 		}
+		// With relu: exactly Relu of the plain output (same bits;
+		// std::max(y, 0) keeps a NaN or −0 y).
+		w := o.y[i]
+		if w < 0 {
+			w = 0
+		}
+		if math.Float32bits(o.yr[i]) != math.Float32bits(w) {
+			t.Fatalf("%s: relu y[%d] = %v, want max(%v, 0)", name, i, o.yr[i], o.y[i])
+		}
 		if w := float64(co[c])*(float64(dy[i])-float64(co[C+c])) - float64(co[2*C+c])*(float64(v)-float64(co[3*C+c])); math.Abs(float64(o.dx[i])-w) > tol*10 {
 			t.Fatalf("%s: dx[%d] = %v, want %v", name, i, o.dx[i], w)
 		}
@@ -122,7 +133,8 @@ func TestBatchPassesNoAllocations(t *testing.T) {
 	part := make([]float64, PartialsLen(l))
 	if n := testing.AllocsPerRun(20, func() {
 		Stats(co[:l.C], s1, s2, x, l, part, 1)
-		Normalize(y, x, l, co, co, co, 1)
+		Normalize(y, x, l, co, co, co, false, 1)
+		Normalize(y, x, l, co, co, co, true, 1)
 		GradSums(s1, s2, y, x, x, l, co, co, part, 1)
 		GradDx(y, x, x, l, co, co, co, co, 1)
 	}); n != 0 {

@@ -41,6 +41,11 @@ func bn(c int, format string) *nn.BatchNorm {
 	return nn.NewBatchNorm(c, nn.BatchNormOpts{Momentum: &zero, DataFormat: format})
 }
 
+// bnReLU is bn with the ReLU fused (BatchNormOpts.ReLU).
+func bnReLU(c int, format string) *nn.BatchNorm {
+	return nn.NewBatchNorm(c, nn.BatchNormOpts{Momentum: &zero, DataFormat: format, ReLU: true})
+}
+
 // act returns a FakeQuantActivation whose range becomes the batch's range
 // (decay 0) in the training passes of prepare.
 func act(o nn.ActQuantOpts) *nn.FakeQuantActivation {
@@ -135,6 +140,10 @@ var layerCases = []layerCase{
 	{"conv_bn_relu", func(r *rand.Rand) nn.Module {
 		return nn.NewSequential(conv(r, 3, 6, 3, nn.ConvOpts{Padding: "SAME"}), bn(6, ""), nn.ReLU())
 	}, []int{8, 8, 3}, tolFloat, 0},
+	{"conv_bn_fused_relu", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(conv(r, 3, 6, 3, nn.ConvOpts{Padding: "SAME"}), bnReLU(6, ""))
+	}, []int{8, 8, 3}, tolFloat, 0},
+	{"bn_fused_relu_nchw", func(r *rand.Rand) nn.Module { return bnReLU(4, "NCHW") }, []int{4, 5, 6}, tolFloat, 0},
 	{"fracpool_pseudo", func(r *rand.Rand) nn.Module {
 		return nn.NewFractionalAvgPool(1.5, nn.FractionalPoolOpts{PseudoRandom: true})
 	}, []int{28, 28, 3}, tolFloat, 0},
@@ -257,6 +266,14 @@ var layerCases = []layerCase{
 			fqw(dwconv(r, 6, 3, nn.ConvOpts{Padding: "SAME", NoBias: true}), nn.WeightQuantOpts{}),
 			bn(6, ""), nn.ReLU(), act(nn.ActQuantOpts{}),
 			nn.Flatten(), fqw(dense(r, 6*6*6, 4, false), nn.WeightQuantOpts{}))
+	}, []int{9, 9, 2}, tolFloat, tolInt8Gemm},
+	{"qat_block_fused_relu", func(r *rand.Rand) nn.Module {
+		return nn.NewSequential(
+			nn.Named("conv", fqw(conv(r, 2, 6, 3, nn.ConvOpts{Padding: "SAME", NoBias: true}), nn.WeightQuantOpts{})),
+			bnReLU(6, ""), act(nn.ActQuantOpts{}),
+			fqw(dwconv(r, 6, 3, nn.ConvOpts{Padding: "SAME", NoBias: true}), nn.WeightQuantOpts{}),
+			bnReLU(6, ""), act(nn.ActQuantOpts{}),
+			nn.Flatten(), fqw(dense(r, 9*9*6, 4, false), nn.WeightQuantOpts{}))
 	}, []int{9, 9, 2}, tolFloat, tolInt8Gemm},
 }
 

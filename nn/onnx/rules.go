@@ -250,7 +250,7 @@ func denseRule(b *Builder, d *nn.Dense, x Value) (Value, error) {
 }
 
 // batchNormRule: BatchNormalization (inference: the running statistics)
-// on the channels-first layout. ONNX Runtime folds it into a preceding
+// on the channels-first layout, then Relu for a layer with ReLU. ONNX Runtime folds it into a preceding
 // Conv when it loads the model; the exporter does not fold it, so that a
 // quantised kernel stays the one the model was trained with.
 func batchNormRule(b *Builder, n *nn.BatchNorm, x Value) (Value, error) {
@@ -273,6 +273,9 @@ func batchNormRule(b *Builder, n *nn.BatchNorm, x Value) (Value, error) {
 	}
 	layout := channelsFirst(a.DataFormat, len(x.Shape()))
 	y := b.Node("BatchNormalization", []string{b.InPerm(x, layout), scale, offset, mean, variance}, AttrFloat("epsilon", a.Eps()))
+	if n.ReLU() {
+		y = b.Node("Relu", []string{y})
+	}
 	return b.OutPerm(y, layout), nil
 }
 

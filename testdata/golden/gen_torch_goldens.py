@@ -3,8 +3,8 @@
 
     /usr/bin/python3 testdata/golden/gen_torch_goldens.py [family ...]
 
-writes testdata/golden/<family>.json for the families cwise, array and
-pool (all by default), in the format of testdata/golden/FORMAT.md. The
+writes testdata/golden/<family>.json for the families cwise, array,
+pool and fused_batch_norm_ex (all by default), in the format of testdata/golden/FORMAT.md. The
 numbers come from PyTorch (an implementation independent of tapegrad);
 where PyTorch's semantics differ from TensorFlow's, the reference is built
 here by TensorFlow's rule, with a comment naming the rule and its source
@@ -503,8 +503,106 @@ def gen_pool(rng):
     return cases
 
 
+# ---------------------------------------------------------------------------
+# _FusedBatchNormEx: FusedBatchNormV3 followed by its activation (Identity or
+# Relu), TensorFlow's fusion of FusedBatchNormV3 + Relu (its op definition:
+# y = activation(batch_norm(x)); the other outputs are FusedBatchNormV3's).
+# Batch norm here is torch.nn.functional.batch_norm in float64 with
+# TensorFlow's conventions built in: batch_mean/batch_variance are the
+# running statistics (unbiased variance, blended with
+# exponential_avg_factor f as (1-f)*old + f*batch); reserve_space_1/2 the
+# batch mean and biased variance in training, the given mean and variance
+# in inference; the gradient is TensorFlow's (through the batch statistics
+# in training, with mean and variance constant in inference).
+
+def bn_ex_case(rng, name, shape, fmt, training, relu, eps=None, factor=None, dtype="float64"):
+    nd = len(shape)
+    cdim = 1 if fmt in ("NCHW", "NCDHW") else nd - 1
+    C = shape[cdim]
+    x = rng.normal(0.3, 1.5, size=shape)
+    g = rng.uniform(0.5, 1.5, size=C) * rng.choice([-1.0, 1.0], size=C)
+    b = rng.normal(0, 1, size=C)
+    f = 1.0 if factor is None else float(np.float32(factor))  # a 32-bit float attr too
+    if training and f == 1.0:
+        m_in, v_in = np.zeros(0), np.zeros(0)
+    else:
+        m_in, v_in = rng.normal(0.2, 1, size=C), rng.uniform(0.5, 2, size=C)
+    if dtype == "float32":
+        x, g, b, m_in, v_in = [np.asarray(a, dtype=np.float32).astype(np.float64) for a in (x, g, b, m_in, v_in)]
+    # The epsilon attr is a 32-bit float: the op adds float32(eps).
+    e_attr = 1e-4 if eps is None else eps
+    e = float(np.float32(e_attr))
+    perm = [0, cdim] + [d for d in range(1, nd) if d != cdim]
+    inv = list(np.argsort(perm))
+    xt, gt, bt = leaf(x), leaf(g), leaf(b)
+    xc = xt.permute(*perm)
+    red = [d for d in range(nd) if d != 1]
+    n = x.size // C
+    if training:
+        yc = torch.nn.functional.batch_norm(xc, None, None, gt, bt, training=True, eps=e)
+        with torch.no_grad():
+            mean = xc.mean(dim=red)
+            var = xc.var(dim=red, unbiased=False)
+        uvar = var * (n / max(n - 1, 1))
+        if f == 1.0:
+            bm, bv = mean, uvar
+        else:
+            bm = (1 - f) * torch.tensor(m_in) + f * mean
+            bv = (1 - f) * torch.tensor(v_in) + f * uvar
+        rs1, rs2 = mean, var
+    else:
+        yc = torch.nn.functional.batch_norm(xc, torch.tensor(m_in), torch.tensor(v_in), gt, bt, training=False, eps=e)
+        bm = rs1 = torch.tensor(m_in)
+        bv = rs2 = torch.tensor(v_in)
+    if relu:
+        yc = torch.relu(yc)
+    y = yc.permute(*inv)
+    up = rng.normal(0, 1, size=shape)
+    if dtype == "float32":
+        up = np.asarray(up, dtype=np.float32).astype(np.float64)
+    dx, dg, db = vjp([y], [xt, gt, bt], [torch.tensor(up)])
+    attrs = {"epsilon": e_attr, "data_format": fmt, "is_training": training, "activation_mode": "Relu" if relu else "Identity"}
+    if factor is not None:
+        attrs["exponential_avg_factor"] = factor
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    return case(name, "_FusedBatchNormEx", attrs,
+                [tens("x", x, dtype), tens("scale", g, dtype), tens("offset", b, dtype),
+                 tens("mean", m_in, dtype), tens("variance", v_in, dtype)],
+                outputs=[tens("y", y, dtype), tens("batch_mean", bm, dtype), tens("batch_variance", bv, dtype),
+                         tens("reserve_space_1", rs1, dtype), tens("reserve_space_2", rs2, dtype),
+                         {"name": "reserve_space_3", "dtype": dtype, "shape": [], "data": None}],
+                grad={"upstream": [tens("d_y", up, dtype), None, None, None, None, None],
+                      "expected": [tens("d_x", dx, dtype), tens("d_scale", dg, dtype), tens("d_offset", db, dtype), None, None]},
+                rtol=tol, atol=tol)
+
+
+def gen_bnex(rng):
+    cases = []
+    nm = lambda k: "fused_batch_norm_ex/" + k
+    cases.append(bn_ex_case(rng, nm("nhwc-train-relu/f64"), [2, 3, 4, 5], "NHWC", True, True, eps=1e-3))
+    cases.append(bn_ex_case(rng, nm("nchw-train-relu-f0.6/f64"), [3, 4, 2, 3], "NCHW", True, True, factor=0.6))
+    cases.append(bn_ex_case(rng, nm("nhwc-infer-relu/f64"), [2, 2, 3, 6], "NHWC", False, True, eps=1e-2))
+    cases.append(bn_ex_case(rng, nm("nchw-infer-relu/f64"), [2, 3, 2, 2], "NCHW", False, True))
+    cases.append(bn_ex_case(rng, nm("ndhwc-train-relu/f64"), [2, 2, 2, 3, 4], "NDHWC", True, True, eps=1e-3))
+    cases.append(bn_ex_case(rng, nm("ncdhw-train-relu-f0.25/f64"), [2, 3, 2, 2, 2], "NCDHW", True, True, factor=0.25))
+    cases.append(bn_ex_case(rng, nm("nhwc-train-identity/f64"), [2, 3, 3, 4], "NHWC", True, False))
+    cases.append(bn_ex_case(rng, nm("nhwc-train-relu/f32"), [4, 5, 5, 16], "NHWC", True, True, eps=1e-3, dtype="float32"))
+    cases.append(bn_ex_case(rng, nm("nhwc-infer-relu/f32"), [2, 4, 4, 12], "NHWC", False, True, eps=1e-3, dtype="float32"))
+    x = rng.normal(size=[2, 3, 4])
+    c3 = lambda: [tens("scale", np.ones(4)), tens("offset", np.zeros(4)), tens("mean", np.zeros(0)), tens("variance", np.zeros(0))]
+    x4 = rng.normal(size=[1, 2, 2, 4])
+    cases.append(case(nm("error/x-rank3"), "_FusedBatchNormEx", {"activation_mode": "Relu"}, [tens("x", x)] + c3(),
+                      error="4 or 5-dimensional"))
+    cases.append(case(nm("error/two-side-inputs"), "_FusedBatchNormEx", {"activation_mode": "Relu", "num_side_inputs": 2},
+                      [tens("x", x4)] + c3(), error="at most one side input"))
+    cases.append(case(nm("error/activation-elu"), "_FusedBatchNormEx", {"activation_mode": "Elu"}, [tens("x", x4)] + c3(),
+                      error="activation_mode"))
+    return cases
+
+
 # family: (generator, seed)
-FAMILIES = {"cwise": (gen_cwise, 1801), "array": (gen_array, 1802), "pool": (gen_pool, 1803)}
+FAMILIES = {"cwise": (gen_cwise, 1801), "array": (gen_array, 1802), "pool": (gen_pool, 1803),
+            "fused_batch_norm_ex": (gen_bnex, 1804)}
 
 
 def main(argv):
