@@ -64,3 +64,7 @@ func BenchmarkConv2DW4FwdBwd(b *testing.B) {
 func BenchmarkConv2DW2BwdFilter(b *testing.B) { convBench(b, 8, 56, 56, 64, 64, 3, 1, "bf") }
 func BenchmarkConv2DW3BwdFilter(b *testing.B) { convBench(b, 8, 56, 56, 64, 128, 3, 2, "bf") }
 func BenchmarkConv2DW4BwdFilter(b *testing.B) { convBench(b, 8, 28, 28, 128, 256, 1, 1, "bf") }
+
+// BenchmarkConv2DW10Conv2BwdInput: the input gradient of W10's strided
+// conv (N64 28×28, 32→64, 3×3 s2): the phase path.
+func BenchmarkConv2DW10Conv2BwdInput(b *testing.B) { convBench(b, 64, 28, 28, 32, 64, 3, 2, "bi") }

@@ -107,15 +107,19 @@ func unitGrains(l Layout) (rows, segs int) {
 // then runs serially.
 func serial(threads, n, grain int) bool { return threads <= 1 || n <= max(grain, 1) }
 
-// The passes below run their loops through parallel.Blocks, which hands
-// blocks out in ascending order from a shared counter: a worker that
-// starts late (waking an idle CPU) or runs on a busy CPU takes fewer
-// blocks. Blocks are independent (reductions write per-chunk partials),
-// so results do not depend on the thread count. A pass that fits one
-// block, or runs on one thread, calls its loop directly, so that no
-// closure is built.
+// The passes below run their loops through parallel.Blocks, which gives
+// each goroutine its own contiguous share of the blocks first (in
+// ascending order) and then lets it take what is left of the others': a
+// worker that starts late (waking an idle CPU) or runs on a busy CPU
+// takes fewer blocks, and consecutive passes over a tensor give each
+// goroutine mostly the rows it handled in the pass before, still in its
+// core's caches (at two threads W7's forward 1.26 → 0.82 ms when the
+// shares replaced one shared counter). Blocks are independent (reductions
+// write per-chunk partials), so results do not depend on the thread
+// count. A pass that fits one block, or runs on one thread, calls its
+// loop directly, so that no closure is built.
 //
-// Blocks are handed out in ascending order on purpose: walking a tensor
+// Blocks are taken in ascending order on purpose: walking a tensor
 // larger than the caches backwards by blocks (to start on the data the
 // previous pass left in the L3 cache) defeated the hardware prefetchers
 // and made W7 slower, without measurable L3 reuse.

@@ -100,8 +100,8 @@ func inputMasks(g *Geom) (need [8]bool) {
 }
 
 // asmBlock returns the rows per block of the assembly paths' loops,
-// which goroutines pull in order from a shared counter (parallel.Blocks:
-// a goroutine that starts late, waking an idle CPU took ~70 µs on the
+// which goroutines take in order, each from its own share first
+// (parallel.Blocks: a goroutine that starts late, waking an idle CPU took ~70 µs on the
 // project's VM, a fifth of a W6 op, or runs on a busy CPU takes fewer
 // blocks): about 16 blocks per thread (small enough to balance a late
 // start, large enough that few rows miss their prefetch at a block's

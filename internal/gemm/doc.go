@@ -91,9 +91,9 @@
 // or the blocking of rows and columns: results are bit-identical for any
 // number of threads. Each range gets at least about 2 MFLOP of work, so
 // small products run on fewer goroutines than asked for; large row ranges
-// are cut into a few pieces that the goroutines take as they become free
-// (internal/parallel.Each), so that a late or preempted thread holds up
-// one piece, not a fixed share.
+// are cut into a few pieces that the goroutines take as they become free,
+// each from its own share first (internal/parallel.Each), so that a late
+// or preempted thread holds up one piece, not a fixed share.
 //
 // # Memory
 //

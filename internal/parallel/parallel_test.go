@@ -2,6 +2,7 @@ package parallel
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -349,5 +350,58 @@ func TestReuseUnderContention(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatal(e)
+	}
+}
+
+// TestSharesFirst checks that in Each and Blocks every goroutine starts
+// on its own share, the w-th contiguous part of the items: each item
+// waits until threads items have arrived, so the first threads items are
+// the goroutines' first ones, and they must be the shares' first items
+// n·w/threads (with one shared counter they would be 0, 1, 2).
+func TestSharesFirst(t *testing.T) {
+	const threads, n = 3, 30
+	for _, kind := range []string{"Each", "Blocks"} {
+		ok := false
+		for attempt := 0; attempt < 5 && !ok; attempt++ {
+			waitIdle(t)
+			var arrived atomic.Int32
+			var mu sync.Mutex
+			var firsts []int
+			deadline := time.Now().Add(2 * time.Second)
+			visit := func(i int) {
+				if arrived.Load() >= threads {
+					return
+				}
+				mu.Lock()
+				if len(firsts) < threads {
+					firsts = append(firsts, i)
+					arrived.Add(1)
+				}
+				mu.Unlock()
+				for arrived.Load() < threads && time.Now().Before(deadline) {
+					runtime.Gosched()
+				}
+			}
+			switch kind {
+			case "Each":
+				Each(threads, n, func(_, i int) { visit(i) })
+			case "Blocks":
+				Blocks(threads, n, 1, func(lo, _ int) { visit(lo) })
+			}
+			if arrived.Load() < threads || time.Now().After(deadline) {
+				time.Sleep(100 * time.Millisecond)
+				continue // a goroutine did not start in time: try again
+			}
+			ok = true
+			slices.Sort(firsts)
+			for w, got := range firsts {
+				if want := n * w / threads; got != want {
+					t.Fatalf("%s: the goroutines' first items are %v, want their shares' first items %d, %d, %d", kind, firsts, 0, n/threads, 2*n/threads)
+				}
+			}
+		}
+		if !ok {
+			t.Fatalf("%s: the %d goroutines never ran at once", kind, threads)
+		}
 	}
 }
