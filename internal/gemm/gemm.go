@@ -75,6 +75,13 @@ func GemmWS[T Float](ws *Workspace, transA, transB bool, m, n, k int, alpha T, a
 		defer putWorkspace(ws)
 	}
 	isa := problemTier[T](n)
+	if storedRows[T](transA, n, isa) {
+		ws.rowsA.lda = lda
+		pr := problem[T]{transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+			b: b, ldb: ldb, c: c, ldc: ldc, ra: Rows[T]{Data: a, Seg: k, Map: &ws.rowsA}}
+		gemmRowsWS(ws, &pr, threads)
+		return
+	}
 	blk, kern := setup[T](isa)
 	pr := problem[T]{
 		transA: transA, transB: transB,
@@ -508,8 +515,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // thread and element type. The zero value is ready to use. A Workspace
 // must not be used by two calls at the same time.
 type Workspace struct {
-	f32 *wsState[float32]
-	f64 *wsState[float64]
+	f32   *wsState[float32]
+	f64   *wsState[float64]
+	rowsA strideRows // a stored A read in place (storedRows)
 }
 
 // NewWorkspace returns an empty Workspace; buffers grow on first use.

@@ -112,7 +112,8 @@ var (
 )
 
 // inPlaceRowBytes is the widest op(B) row (n elements, in bytes) for which
-// Gemm reads a stored Aᵀ in place rather than packing it. Packing Aᵀ is a
+// Gemm reads a stored Aᵀ (or a stored A, storedRows) in place rather than
+// packing it. Packing Aᵀ is a
 // transposing pass over all of A (from memory when A is large, as the
 // dy of a filter gradient is) that pays off only when the packed block is
 // reused for many B micro-panels. Measured on Zen 5, 1 thread, A cold
@@ -140,6 +141,43 @@ func gemmRows[T Float](pr *problem[T], threads int) {
 	}
 	ws := getWorkspace()
 	defer putWorkspace(ws)
+	gemmRowsWS(ws, pr, threads)
+}
+
+// strideRows is the Offsetter of a stored A read as Rows of one segment
+// per row (storedRows): row i starts at i·lda.
+type strideRows struct{ lda int }
+
+// Offsets writes the rows' offsets (one segment each).
+func (s *strideRows) Offsets(i0, n int, dst []int, _ int) {
+	for r := range dst[:n] {
+		dst[r] = (i0 + r) * s.lda
+	}
+}
+
+// storedRows reports whether Gemm reads a stored, non-transposed A in
+// place as Rows of one k-long segment per row (the Rows kernels: no
+// packed copy of A) for op(B) rows of n elements: tier isa has those
+// kernels, and the rows are at most inPlaceRowBytes, as for a stored Aᵀ
+// (readsATInPlace). The k blocks are then Gemm's own (planRowsK cuts a
+// segment longer than kc into Gemm's near-equal blocks) and the kernels
+// perform the packed kernels' operations, so C gets the same bits either
+// way. Measured on Zen 5, float32 (BenchmarkSgemmConv, packed → in
+// place): W1's forward GEMM (n 32) 102 → 172 GFLOP/s at one thread, W2's
+// (n 64) 152 → 185; square products (n ≥ 512), whose packed A block
+// serves many B micro-panels, were 5–17% slower in place.
+func storedRows[T Float](transA bool, n int, isa cpu.ISA) bool {
+	var z T
+	return !transA && inPlaceRows && inPlaceStored && n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes && rowsKernel[T](isa) != nil
+}
+
+// inPlaceStored lets Gemm read a stored A in place (storedRows); tests
+// turn it off to compare with packing.
+var inPlaceStored = true
+
+// gemmRowsWS is gemmRows with ws's buffers, k > 0 and C not empty.
+func gemmRowsWS[T Float](ws *Workspace, pr *problem[T], threads int) {
+	m, n, k := pr.m, pr.n, pr.k
 	isa := problemTier[T](n)
 	pr.blk, pr.kern = setup[T](isa)
 	nkb := (k + pr.blk.kc - 1) / pr.blk.kc
