@@ -124,9 +124,13 @@ func TestGemmTransAInPlace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, p := range paths(t) {
 		withTier(p.tier, func() {
-			for _, m := range []int{6, 29, 150} {
-				for _, n := range []int{5, 100, 192, 384, 385} {
-					for _, k := range []int{7, 300} {
+			ms, ns, ks := []int{6, 29, 150}, []int{5, 100, 192, 384, 385}, []int{7, 300}
+			if raceDetector {
+				ms, ns, ks = []int{150}, []int{100, 385}, []int{300}
+			}
+			for _, m := range ms {
+				for _, n := range ns {
+					for _, k := range ks {
 						tc := newCase(rng, true, false, m, n, k, 1, -1.5, 0.5)
 						transAInPlaceCase[float32](t, p.tier, tc)
 						transAInPlaceCase[float64](t, p.tier, tc)
@@ -165,9 +169,13 @@ func TestGemmStoredAInPlace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, p := range paths(t) {
 		withTier(p.tier, func() {
-			for _, m := range []int{5, 150} {
-				for _, n := range []int{7, 100, 385} {
-					for _, k := range []int{3, 300} {
+			ms, ns, ks := []int{5, 150}, []int{7, 100, 385}, []int{3, 300}
+			if raceDetector {
+				ms, ns, ks = []int{150}, []int{100, 385}, []int{300}
+			}
+			for _, m := range ms {
+				for _, n := range ns {
+					for _, k := range ks {
 						for _, transB := range []bool{false, true} {
 							tc := newCase(rng, false, transB, m, n, k, 1, -1.5, 0.5)
 							storedAInPlaceCase[float32](t, p.tier, tc)
