@@ -113,94 +113,56 @@ func edgeCase[T Float](t *testing.T, name string, tc *gemmCase, a6 []float64, ld
 	}
 }
 
-// TestGemmTransAInPlace checks Gemm with a stored Aᵀ read in place (op(B)
-// rows of at most inPlaceRowBytes) against the float64 reference and
-// against the same call with Aᵀ packed, bit for bit, on one and two
-// threads; with several row blocks (m > mc), partial tiles and k blocks.
-// On the assembly tiers it also checks that the in-place path is the one
-// taken for the narrow shapes, so the comparison is not of a path with
-// itself.
-func TestGemmTransAInPlace(t *testing.T) {
-	rng := rand.New(rand.NewPCG(31, 32))
-	for _, p := range paths(t) {
-		withTier(p.tier, func() {
-			ms, ns, ks := []int{6, 29, 150}, []int{5, 100, 192, 384, 385}, []int{7, 300}
-			if raceDetector {
-				ms, ns, ks = []int{150}, []int{100, 385}, []int{300}
-			}
-			for _, m := range ms {
-				for _, n := range ns {
-					for _, k := range ks {
-						tc := newCase(rng, true, false, m, n, k, 1, -1.5, 0.5)
-						transAInPlaceCase[float32](t, p.tier, tc)
-						transAInPlaceCase[float64](t, p.tier, tc)
-					}
-				}
-			}
-		})
-	}
-}
-
-func transAInPlaceCase[T Float](t *testing.T, isa cpu.ISA, tc *gemmCase) {
-	t.Helper()
-	var z T
-	kernS, _ := stridedKernel[T](problemTier[T](tc.n))
-	inPlace := readsATInPlace[T](true, tc.n, kernS != nil)
-	if want := isa > cpu.Go && tc.n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes; inPlace != want {
-		t.Fatalf("%v %T n=%d: readsATInPlace = %v, want %v", isa, z, tc.n, inPlace, want)
-	}
-	for _, threads := range []int{1, 2} {
-		got := run[T](tc, threads)
-		check(t, tc, got)
-		inPlaceTransA = false
-		packed := run[T](tc, threads)
-		inPlaceTransA = true
-		sameBits(t, fmt.Sprintf("%v %T %s threads=%d in place=%v vs packed", isa, z, tc, threads, inPlace), tc.m, tc.n, tc.ldc, got, packed)
-	}
-}
-
-// TestGemmStoredAInPlace checks Gemm with a stored, non-transposed A read
-// in place by the Rows kernels (storedRows) against the float64
+// TestGemmReadsAInPlace checks Gemm with A read in place instead of
+// packed, for op(B) rows of at most inPlaceRowBytes: a stored Aᵀ read by
+// the strided kernels (readsATInPlace), and a stored, non-transposed A
+// read by the Rows kernels (storedRows). Each against the float64
 // reference and against the same call with A packed, bit for bit, on one
-// and two threads, with both B layouts, several row blocks, partial tiles
-// and k longer than a k block; and that the assembly tiers take that
-// path, so the comparison is not of a path with itself.
-func TestGemmStoredAInPlace(t *testing.T) {
-	rng := rand.New(rand.NewPCG(41, 42))
-	for _, p := range paths(t) {
-		withTier(p.tier, func() {
-			ms, ns, ks := []int{5, 150}, []int{7, 100, 385}, []int{3, 300}
-			if raceDetector {
-				ms, ns, ks = []int{150}, []int{100, 385}, []int{300}
-			}
-			for _, m := range ms {
-				for _, n := range ns {
-					for _, k := range ks {
-						for _, transB := range []bool{false, true} {
-							tc := newCase(rng, false, transB, m, n, k, 1, -1.5, 0.5)
-							storedAInPlaceCase[float32](t, p.tier, tc)
-							storedAInPlaceCase[float64](t, p.tier, tc)
+// and two threads, with several row blocks (m > mc), partial tiles, k
+// blocks and both B layouts. On the assembly tiers it also checks that
+// the in-place path is the one taken for the narrow shapes, so that the
+// comparison is not of a path with itself.
+func TestGemmReadsAInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, transA := range []bool{true, false} {
+		for _, p := range paths(t) {
+			withTier(p.tier, func() {
+				ms, ns, ks := []int{6, 29, 150}, []int{5, 100, 192, 384, 385}, []int{7, 300}
+				if raceDetector {
+					ms, ns, ks = []int{150}, []int{100, 385}, []int{300}
+				}
+				for _, m := range ms {
+					for _, n := range ns {
+						for _, k := range ks {
+							tc := newCase(rng, transA, !transA && n%2 == 1, m, n, k, 1, -1.5, 0.5)
+							inPlaceCase[float32](t, p.tier, tc)
+							inPlaceCase[float64](t, p.tier, tc)
 						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
-func storedAInPlaceCase[T Float](t *testing.T, isa cpu.ISA, tc *gemmCase) {
+func inPlaceCase[T Float](t *testing.T, isa cpu.ISA, tc *gemmCase) {
 	t.Helper()
 	var z T
-	inPlace := storedRows[T](false, tc.n, problemTier[T](tc.n))
+	tier := problemTier[T](tc.n)
+	kernS, _ := stridedKernel[T](tier)
+	inPlace, flag := storedRows[T](tc.transA, tc.n, tier), &inPlaceStored
+	if tc.transA {
+		inPlace, flag = readsATInPlace[T](true, tc.n, kernS != nil), &inPlaceTransA
+	}
 	if want := isa > cpu.Go && tc.n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes; inPlace != want {
-		t.Fatalf("%v %T: storedRows = %v, want %v", isa, z, inPlace, want)
+		t.Fatalf("%v %T %s: in place = %v, want %v", isa, z, tc, inPlace, want)
 	}
 	for _, threads := range []int{1, 2} {
 		got := run[T](tc, threads)
 		check(t, tc, got)
-		inPlaceStored = false
+		*flag = false
 		packed := run[T](tc, threads)
-		inPlaceStored = true
+		*flag = true
 		sameBits(t, fmt.Sprintf("%v %T %s threads=%d in place=%v vs packed", isa, z, tc, threads, inPlace), tc.m, tc.n, tc.ldc, got, packed)
 	}
 }
