@@ -682,7 +682,7 @@ func bwdS2(g *gen) {
 // Filter gradient.
 
 // filt writes filt3x3S1 or filt3x3S2: for each channel block (on AVX-512
-// two blocks at a time while two are left, body2: a pass over the row
+// two blocks at a time while two are left, body(2): a pass over the row
 // then reads two adjacent lines of each pixel instead of one; W5's filter
 // gradient 0.935 of its time at one thread, 0.946 at two), the nine
 // tap sums a_k (v0..v8, packed in acc: tap k at k·vb, blocks 9·vb apart)
@@ -718,12 +718,6 @@ func filt(g *gen, s int) {
 	g.SUBQ(imm(vb), reg.R13)
 	g.SUBQ(imm(vb), reg.RCX)
 	rows := []reg.Register{reg.RDX, reg.R8, reg.R9}
-	accs := func(op func(k int, m operand.Mem)) {
-		g.MOVQ(g.arg("acc"), reg.RDI)
-		for k := range 9 {
-			op(k, mem(reg.RDI, k*vb))
-		}
-	}
 	// pairRowAt adds a pair's products with row r (input pixels 0..s+2)
 	// for the channel block at byte offset off of the pixels: the pair
 	// d_j, d_{j+1} in v(d), v(d+1), temporaries v(t)..v(t+4), tap sums
@@ -752,18 +746,35 @@ func filt(g *gen, s int) {
 		g.add(t+3, a+1, a+1)
 		g.add(t+4, a+2, a+2)
 	}
-	pairRow := func(r reg.Register, a int) { pairRowAt(r, 0, a, 9, 11) }
-	body := func() {
+	// body computes nb channel blocks (1, or 2 on AVX-512) in one pass
+	// over the row: the 9·nb tap sums in v0.. (block b's tap k at
+	// v(9b+k)), block b's pair of out_backprop pixels in v(9nb+2b),
+	// v(9nb+2b+1), its temporaries from v(11nb+5b). With two blocks a
+	// pass reads two adjacent lines of every pixel instead of one.
+	body := func(nb int) {
+		dyReg := func(b int) int { return 9*nb + 2*b }
+		tmpReg := func(b int) int { return 11*nb + 5*b }
+		at := func(base reg.Register, k, b int) operand.Mem { m := pix(base, k); m.Disp += b * vb; return m }
+		accs := func(op func(k int, m operand.Mem)) {
+			g.MOVQ(g.arg("acc"), reg.RDI)
+			for k := range 9 * nb {
+				op(k, mem(reg.RDI, k*vb))
+			}
+		}
 		accs(func(k int, m operand.Mem) { g.load(m, k) })
 		pair, one, st := g.label("pair"), g.label("one"), g.label("store")
 		g.MOVQ(g.arg("npix"), reg.R11)
 		g.SHRQ(imm(1), reg.R11)
 		g.JZ(lbl(one))
 		g.Label(pair)
-		g.load(mem(reg.RSI, 0), 9)
-		g.load(pix(reg.RSI, 1), 10)
+		for b := range nb {
+			g.load(at(reg.RSI, 0, b), dyReg(b))
+			g.load(at(reg.RSI, 1, b), dyReg(b)+1)
+		}
 		for p, r := range rows {
-			pairRow(r, 3*p)
+			for b := range nb {
+				pairRowAt(r, b*vb, 9*b+3*p, dyReg(b), tmpReg(b))
+			}
 		}
 		g.LEAQ(pix(reg.RSI, 2), reg.RSI)
 		for _, r := range rows {
@@ -775,10 +786,14 @@ func filt(g *gen, s int) {
 		g.Label(one)
 		g.TESTQ(operand.U32(1), g.arg("npix"))
 		g.JZ(lbl(st))
-		g.load(mem(reg.RSI, 0), 9)
+		for b := range nb {
+			g.load(at(reg.RSI, 0, b), dyReg(b))
+		}
 		for p, r := range rows {
-			for q := range 3 {
-				g.fma(pix(r, q), 9, 3*p+q)
+			for b := range nb {
+				for q := range 3 {
+					g.fma(at(r, q, b), dyReg(b), 9*b+3*p+q)
+				}
 			}
 		}
 		g.ADDQ(rPX, reg.RSI)
@@ -788,67 +803,6 @@ func filt(g *gen, s int) {
 		g.Label(st)
 		accs(func(k int, m operand.Mem) { g.store(k, m) })
 	}
-	// body2 (AVX-512) is body on two channel blocks at once: the 18 tap
-	// sums in v0..v17 (block b's tap k at v(9b+k)), the pair of each
-	// block in v18, v19 and v20, v21, temporaries v22..v26 and v27..v31.
-	// Each block gets body's operations; one pass over the row then
-	// reads two adjacent lines of every pixel instead of one.
-	body2 := func() {
-		accs2 := func(op func(k int, m operand.Mem)) {
-			g.MOVQ(g.arg("acc"), reg.RDI)
-			for k := range 18 {
-				op(k, mem(reg.RDI, k*vb))
-			}
-		}
-		accs2(func(k int, m operand.Mem) { g.load(m, k) })
-		pair, one, st := g.label("pair"), g.label("one"), g.label("store")
-		g.MOVQ(g.arg("npix"), reg.R11)
-		g.SHRQ(imm(1), reg.R11)
-		g.JZ(lbl(one))
-		g.Label(pair)
-		for b := range 2 {
-			d0, d1 := pix(reg.RSI, 0), pix(reg.RSI, 1)
-			d0.Disp += b * vb
-			d1.Disp += b * vb
-			g.load(d0, 18+2*b)
-			g.load(d1, 19+2*b)
-		}
-		for p, r := range rows {
-			for b := range 2 {
-				pairRowAt(r, b*vb, 9*b+3*p, 18+2*b, 22+5*b)
-			}
-		}
-		g.LEAQ(pix(reg.RSI, 2), reg.RSI)
-		for _, r := range rows {
-			g.LEAQ(pix(r, 2*s), r)
-		}
-		g.pfLoop(reg.RDI)
-		g.DECQ(reg.R11)
-		g.JNZ(lbl(pair))
-		g.Label(one)
-		g.TESTQ(operand.U32(1), g.arg("npix"))
-		g.JZ(lbl(st))
-		for b := range 2 {
-			d0 := pix(reg.RSI, 0)
-			d0.Disp += b * vb
-			g.load(d0, 18+2*b)
-		}
-		for p, r := range rows {
-			for b := range 2 {
-				for q := range 3 {
-					m := pix(r, q)
-					m.Disp += b * vb
-					g.fma(m, 18+2*b, 9*b+3*p+q)
-				}
-			}
-		}
-		g.ADDQ(rPX, reg.RSI)
-		for _, r := range rows {
-			g.LEAQ(pix(r, s), r)
-		}
-		g.Label(st)
-		accs2(func(k int, m operand.Mem) { g.store(k, m) })
-	}
 	cb, tail := g.label("cb"), g.label("tail")
 	if g.t.zmm {
 		cb2 := g.label("cb2")
@@ -857,7 +811,7 @@ func filt(g *gen, s int) {
 		g.CMPQ(reg.R10, imm(2))
 		g.JLT(lbl(cb))
 		g.Label(cb2)
-		body2()
+		body(2)
 		g.ADDQ(imm(18*vb), g.arg("acc"))
 		g.SUBQ(reg.R13, reg.RSI)
 		g.ADDQ(imm(vb), reg.RSI)
@@ -872,7 +826,7 @@ func filt(g *gen, s int) {
 		g.JZ(lbl(tail))
 	}
 	g.Label(cb)
-	body()
+	body(1)
 	g.ADDQ(imm(9*vb), g.arg("acc"))
 	g.SUBQ(reg.R13, reg.RSI)
 	for _, r := range rows {
@@ -886,7 +840,7 @@ func filt(g *gen, s int) {
 		g.CMPQ(g.arg("tail"), imm(0))
 		g.JE(lbl(done))
 		g.masked = true
-		body()
+		body(1)
 		g.masked = false
 		g.Label(done)
 	}
