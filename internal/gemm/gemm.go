@@ -117,8 +117,9 @@ func (st *wsState[T]) solve(pr *problem[T], threads int) {
 // contiguous share of the cells first (parallel.Each: a goroutine mostly
 // gets the rows of C, and of a row-split A, that it handled in the
 // previous call), so that a goroutine that starts late (or a core busy
-// with another process) delays one small cell rather than a fixed share. Cells are aligned to the micro-tile, so every
-// element of C gets the same arithmetic whoever computes it. The problem
+// with another process) delays one small cell rather than a fixed share.
+// Cells are aligned to the micro-tile, so every element of C gets the
+// same arithmetic whoever computes it. The problem
 // is copied into st and the goroutines run st.cell, built once per
 // workspace, so that the call allocates nothing of its own.
 func (st *wsState[T]) runParallel(pr *problem[T], tm, tn, threads int) {

@@ -112,21 +112,27 @@ var (
 )
 
 // inPlaceRowBytes is the widest op(B) row (n elements, in bytes) for which
-// Gemm reads a stored Aᵀ (or a stored A, storedRows) in place rather than
-// packing it. Packing Aᵀ is a
-// transposing pass over all of A (from memory when A is large, as the
-// dy of a filter gradient is) that pays off only when the packed block is
-// reused for many B micro-panels. Measured on Zen 5, 1 thread, A cold
-// (m 256, k 1568): in place is 5–15% faster up to n 384 (float32, both
-// tiers) and 192 (float64), even at 512 and 5–30% slower beyond.
+// Gemm reads a stored Aᵀ (readsATInPlace) or a stored A (storedRows) in
+// place rather than packing it. Packing Aᵀ is a transposing pass over all
+// of A (from memory when A is large, as the dy of a filter gradient is)
+// that pays off only when the packed block serves many B micro-panels.
+// Measured on Zen 5, 1 thread, A cold (m 256, k 1568): in place is 5–15%
+// faster up to n 384 (float32, both tiers) and 192 (float64), even at 512
+// and 5–30% slower beyond.
 const inPlaceRowBytes = 1536
+
+// narrowB reports whether op(B) rows of n elements are at most
+// inPlaceRowBytes.
+func narrowB[T Float](n int) bool {
+	var z T
+	return n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes
+}
 
 // readsATInPlace reports whether Gemm reads a stored Aᵀ's full tiles in
 // place for op(B) rows of n elements: transA, a strided kernel (hasKernS)
-// and rows of at most inPlaceRowBytes.
+// and narrowB.
 func readsATInPlace[T Float](transA bool, n int, hasKernS bool) bool {
-	var z T
-	return transA && hasKernS && inPlaceTransA && n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes
+	return transA && hasKernS && inPlaceTransA && narrowB[T](n)
 }
 
 // gemmRows runs a problem with a Rows operand.
@@ -167,8 +173,7 @@ func (s *strideRows) Offsets(i0, n int, dst []int, _ int) {
 // (n 64) 152 → 185; square products (n ≥ 512), whose packed A block
 // serves many B micro-panels, were 5–17% slower in place.
 func storedRows[T Float](transA bool, n int, isa cpu.ISA) bool {
-	var z T
-	return !transA && inPlaceRows && inPlaceStored && n*int(unsafe.Sizeof(z)) <= inPlaceRowBytes && rowsKernel[T](isa) != nil
+	return !transA && inPlaceRows && inPlaceStored && narrowB[T](n) && rowsKernel[T](isa) != nil
 }
 
 // inPlaceStored lets Gemm read a stored A in place (storedRows); tests

@@ -129,7 +129,7 @@ type share struct {
 	_    [48]byte
 }
 
-// share cuts the items [0, n) into parts near-equal contiguous shares.
+// share cuts the items [0, n) into parts contiguous, near-equal shares.
 func (g *group) share(n, parts int) {
 	if cap(g.shares) < parts {
 		g.shares = make([]share, parts)
@@ -149,8 +149,8 @@ func (g *group) take(w int, k *int) (i int, ok bool) {
 	parts := len(g.shares)
 	for ; *k < parts; *k++ {
 		sh := &g.shares[(w+*k)%parts]
-		if i := sh.next.Add(1) - 1; i < sh.end {
-			return int(i), true
+		if next := sh.next.Add(1) - 1; next < sh.end {
+			return int(next), true
 		}
 	}
 	return 0, false
