@@ -229,6 +229,34 @@ func rowsTallF64(rk rowsCall, offs []int, ld, seg int, data, b, c []float64, ldc
 	}
 }
 
+// The AVX-512 float32 Rows A kernels in pair order (kernelRowsPair in
+// asmgen): B packed by pairPanels, segments of even length. rowsPairF32
+// runs one mr-row tile, rowsPairTallF32 two stacked; both give an element
+// of C the same bits.
+
+func rowsPairF32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
+	checkRowsTile(mr, rk, offs, ld, seg, len(b), 16, len(c), ldc)
+	checkPairs(rk)
+	if sgemmKernelRows6x16P(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+func rowsPairTallF32(rk rowsCall, offs []int, ld, seg int, data, b, c []float32, ldc int, alpha, beta float32) {
+	checkRowsTile(2*mr, rk, offs, ld, seg, len(b), 16, len(c), ldc)
+	checkPairs(rk)
+	if sgemmKernelRows12x16P(rk.nseg, rk.seglen, rk.start, &offs[0], ld, unsafe.SliceData(data), &zero32[0], &b[0], &c[0], ldc, alpha, beta, len(data)-seg) {
+		panic(errOffset)
+	}
+}
+
+// checkPairs panics unless rk's segments split into pairs of k.
+func checkPairs(rk rowsCall) {
+	if rk.seglen%2 != 0 || rk.start%2 != 0 {
+		panic("gemm: pair-order rows block of odd length")
+	}
+}
+
 // The AVX-512 kernels reading a stored Aᵀ and a Rows B in place
 // (srowsKernelFunc).
 

@@ -224,6 +224,9 @@ type problem[T Float] struct {
 	// two tiles stacked, which macro runs on pairs of full tiles.
 	kernRows     rowsKernelFunc[T]
 	kernRowsTall rowsKernelFunc[T]
+	// pairB: the Rows kernels are in pair order (rowsKernelPair), so packB
+	// reorders B's panels for them (pairPanels).
+	pairB bool
 	// kernS is the strided-A kernel, or nil: edge tiles of 2 or 4 rows
 	// then run on it straight into C, and with inPlaceA it reads the full
 	// tiles of an A stored k×m in place (packA packs only the partial
@@ -318,6 +321,9 @@ func (pr *problem[T]) lazyB(buf *buffers[T], ic, mc, jc, nc, pc, kc int) {
 func (pr *problem[T]) packB(buf *buffers[T], bp []T, pc, kc, jc, nc int) {
 	if pr.rb.Map == nil {
 		packB(bp, pr.b, pr.ldb, pr.transB, pc, kc, jc, nc, pr.blk.nr)
+		if pr.pairB {
+			pairPanels(bp[:ceilDiv(nc, pr.blk.nr)*pr.blk.nr*kc], kc, pr.blk.nr)
+		}
 		return
 	}
 	offs, ld := rowsOffsets(buf, &pr.rb, pc, kc, pr.n/pr.rb.Seg)

@@ -39,28 +39,38 @@ func fill32(n int) []float32 {
 }
 
 // BenchmarkKernelW1 times the AVX-512 kernels of W1's three GEMMs alone
-// (input gradient 12x16, forward 6x32, filter gradient 8x16x3), on W1's
-// shapes with offset tables of the whole batch (ld = positions).
+// (input gradient 12x16 in AVX2's order (Z) and in pair order (P),
+// forward 6x32, filter gradient 8x16x3), on W1's shapes with offset tables
+// of the whole batch (ld = positions).
 func BenchmarkKernelW1(b *testing.B) {
 	if cpu.Tier() < cpu.AVX512 {
 		b.Skipf("NOT RUN: this CPU lacks AVX-512 (cpu.Tier() = %v)", cpu.Tier())
 	}
 	const n, h, w = 32, 32, 32
-	b.Run("bwdInput12x16", func(b *testing.B) {
-		const c = 32 // dy channels
-		offs, m := convOffs(n, h, w, c)
-		data := fill32(m * c)
-		pb := fill32(9 * c * 16)
-		out := make([]float32, m*16)
-		limit := len(data) - c
-		for b.Loop() {
-			for i0 := 0; i0+12 <= m; i0 += 12 {
-				sgemmKernelRows12x16Z(5, c, 0, &offs[i0], m, &data[0], &zero32[0], &pb[0], &out[i0*16], 16, 1, 0, limit)
-				sgemmKernelRows12x16Z(4, c, 0, &offs[5*m+i0], m, &data[0], &zero32[0], &pb[5*c*16], &out[i0*16], 16, 1, 1, limit)
-			}
+	for _, pair := range []bool{false, true} {
+		name, k := "bwdInput12x16Z", sgemmKernelRows12x16Z
+		if pair {
+			name, k = "bwdInput12x16P", sgemmKernelRows12x16P
 		}
-		b.ReportMetric(2*float64(m)*16*9*c*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
+		b.Run(name, func(b *testing.B) {
+			const c = 32 // dy channels
+			offs, m := convOffs(n, h, w, c)
+			data := fill32(m * c)
+			pb := fill32(9 * c * 16)
+			if pair {
+				pairPanels(pb, 9*c, 16)
+			}
+			out := make([]float32, m*16)
+			limit := len(data) - c
+			for b.Loop() {
+				for i0 := 0; i0+12 <= m; i0 += 12 {
+					k(5, c, 0, &offs[i0], m, &data[0], &zero32[0], &pb[0], &out[i0*16], 16, 1, 0, limit)
+					k(4, c, 0, &offs[5*m+i0], m, &data[0], &zero32[0], &pb[5*c*16], &out[i0*16], 16, 1, 1, limit)
+				}
+			}
+			b.ReportMetric(2*float64(m)*16*9*c*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 	b.Run("fwd6x32", func(b *testing.B) {
 		const c = 16
 		offs, m := convOffs(n, h, w, c)

@@ -98,3 +98,37 @@ func packB[T Float](dst, b []T, ldb int, trans bool, p0, kc, j0, nc, nr int) {
 		}
 	}
 }
+
+// pairOrder is where pairPanels puts element j of a 16-column row of a
+// pair of B rows: vector 0 of the pair holds columns 0,1,4,5,8,9,12,13 and
+// vector 1 columns 2,3,6,7,10,11,14,15, each column as its two rows'
+// elements side by side. After the kernel's two products per column, the
+// even-and-odd reduction's in-lane shuffles (imm 0x88, 0xdd) give the
+// columns in order.
+var pairOrder = func() (o [16]int) {
+	for j := range 16 {
+		// Column j is in 128-bit lane j/4 of the result, taken from
+		// vector j/2%2 at pair j%2 of that lane.
+		v, l, h := j/2%2, j/4, j%2
+		o[j] = v*16 + l*4 + h*2
+	}
+	return o
+}()
+
+// pairPanels reorders packed 16-column B micro-panels of kc rows (kc
+// even) for the pair-order kernels: rows 2q and 2q+1 (32 elements) become
+// the two vectors of pairOrder, element (2q+r, j) at 32q + pairOrder[j] + r.
+func pairPanels[T Float](bp []T, kc, nr int) {
+	if nr != 16 || kc%2 != 0 {
+		panic("gemm: pairPanels needs 16 columns and an even kc")
+	}
+	var tmp [32]T
+	for q := 0; q+32 <= len(bp); q += 32 {
+		copy(tmp[:], bp[q:q+32])
+		for r := range 2 {
+			for j := range 16 {
+				bp[q+pairOrder[j]+r] = tmp[r*16+j]
+			}
+		}
+	}
+}

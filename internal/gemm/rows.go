@@ -192,6 +192,9 @@ func gemmRowsWS[T Float](ws *Workspace, pr *problem[T], threads int) {
 		if inPlaceRows {
 			pr.kernRows = rowsKernel[T](isa)
 			pr.kernRowsTall = rowsKernelTall[T](isa)
+			if k6, k12 := rowsKernelPair[T](pr, isa); k6 != nil {
+				pr.kernRows, pr.kernRowsTall, pr.pairB = k6, k12, true
+			}
 		}
 	}
 	if isa > cpu.Go {

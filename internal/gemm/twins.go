@@ -570,3 +570,59 @@ func addOffsets256(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }
 
 // addOffsets512 is the Go twin of the assembly routine: twinAddOffsets.
 func addOffsets512(dst, src *int, n, v int) { twinAddOffsets(dst, src, n, v) }
+
+// twinRowsPair is the loop of the pair-order Rows kernels for rows rows
+// of 16 columns: B packed by pairPanels; each element sums the even and
+// the odd steps of k apart and adds the two sums. It returns true,
+// writing nothing, at an offset past limit.
+func twinRowsPair(rows, nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) bool {
+	os := unsafe.Slice(offs, (nseg-1)*ldo+rows)
+	for t := range nseg {
+		for i := range rows {
+			if os[t*ldo+i] > limit {
+				return true
+			}
+		}
+	}
+	var as []float32
+	if n := limit + start + seglen; n > 0 {
+		as = unsafe.Slice(a, n)
+	}
+	zs := unsafe.Slice(zero, seglen)
+	bs := unsafe.Slice(b, nseg*seglen*16)
+	cs := unsafe.Slice(c, (rows-1)*ldc+16)
+	for i := range rows {
+		var acc [2][16]float32
+		for t := range nseg {
+			row := zs
+			if o := os[t*ldo+i]; o >= 0 {
+				row = as[o+start : o+start+seglen]
+			}
+			for q, x := range row {
+				p := t*seglen + q
+				bp := bs[p/2*32:][:32]
+				for j := range 16 {
+					acc[p%2][j] += x * bp[pairOrder[j]+p%2]
+				}
+			}
+		}
+		for j := range 16 {
+			v := alpha * (acc[0][j] + acc[1][j])
+			if beta != 0 {
+				v += beta * cs[i*ldc+j]
+			}
+			cs[i*ldc+j] = v
+		}
+	}
+	return false
+}
+
+// sgemmKernelRows12x16P is the Go twin of the assembly routine: the loop of twinRowsPair.
+func sgemmKernelRows12x16P(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRowsPair(2*mr, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}
+
+// sgemmKernelRows6x16P is the Go twin of the assembly routine: the loop of twinRowsPair.
+func sgemmKernelRows6x16P(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *float32, ldc int, alpha, beta float32, limit int) (bad bool) {
+	return twinRowsPair(mr, nseg, seglen, start, offs, ldo, a, zero, b, c, ldc, alpha, beta, limit)
+}

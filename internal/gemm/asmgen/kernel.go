@@ -359,16 +359,54 @@ func kernelRows(g *gen, s kernelShape) {
 // buffer), B's end marks the end of a segment's loop, and the segment
 // state lives in the frame. Every element gets kernelRows' operations in
 // the same order.
-func kernelRowsTall(g *gen, s kernelShape) {
+func kernelRowsTall(g *gen, s kernelShape) { kernelRowsA(g, s, false) }
+
+// kernelRowsPair writes the pair-order Rows kernel of s.rows rows by one
+// float32 ZMM vector of columns (sgemmKernelRows12x16P, 6x16P): A read in
+// place as by kernelRowsTall, but each load of A broadcasts two adjacent
+// elements of a row (k = 2q, 2q+1) and feeds two products, one per half
+// of the tile's columns, so a row of A costs half a load per product
+// instead of one. B is packed by pairs of k (packBPairs): for pair q,
+// vector 0 holds columns 0,1,4,5,8,9,12,13 and vector 1 columns
+// 2,3,6,7,10,11,14,15, each column as its two elements b[2q], b[2q+1].
+// Each element of C so gets two chains of fused multiply-adds, over the
+// even and over the odd k in order, added at the end (the shuffles put
+// the columns back in order), then the alpha/beta epilogue. Segments must
+// have an even length.
+func kernelRowsPair(g *gen, s kernelShape) { kernelRowsA(g, s, true) }
+
+// kernelRowsA writes kernelRowsTall's kernel, or kernelRowsPair's.
+func kernelRowsA(g *gen, s kernelShape, pair bool) {
 	nr := s.nr(g)
-	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, g.tag)
+	tag := g.tag
+	if pair {
+		tag = "P"
+	}
+	name := fmt.Sprintf("%sgemmKernelRows%dx%d%s", g.prefix(), s.rows, nr, tag)
 	t := g.goType()
-	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t),
+	doc := []string{
 		fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place,", name, s.rows, nr, t, g.isa.name),
 		fmt.Sprintf("as %sgemmKernelRows6x%d%s for %d rows: row i of A in segment t is", g.prefix(), nr, g.tag, s.rows),
 		"seglen elements at a[offs[t*ldo+i]+start], or the zero buffer when that",
 		"offset is negative. At the first offset greater than limit it returns",
-		"bad = true without writing C.")
+		"bad = true without writing C.",
+	}
+	if pair {
+		doc = []string{
+			fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) with A read in place", name, s.rows, nr, t, g.isa.name),
+			"as by the Rows kernels (row i of A in segment t is seglen elements at",
+			"a[offs[t*ldo+i]+start], or the zero buffer when that offset is",
+			"negative), summing the even and the odd steps of k apart: B is packed",
+			"by pairs of k (packBPairs) and seglen must be even. At the first",
+			"offset greater than limit it returns bad = true without writing C.",
+		}
+	}
+	g.fn(name, fmt.Sprintf("func(nseg, seglen, start int, offs *int, ldo int, a, zero, b, c *%s, ldc int, alpha, beta %s, limit int) (bad bool)", t, t), doc...)
+	// The pair kernel's accumulators: row i's two halves in vectors i and
+	// rows+i; then two B vectors and two broadcasts.
+	pacc := func(i, h int) reg.VecPhysical { return g.v(h*s.rows + i) }
+	pb := func(h int) reg.VecPhysical { return g.v(2*s.rows + h) }
+	ptmp := func(t int) reg.VecPhysical { return g.v(2*s.rows + 2 + t) }
 	rowRegs := []reg.Register{reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13, reg.R14, reg.R15, reg.RSI, reg.RDI, reg.RDX, reg.RAX}
 	if s.rows > len(rowRegs) {
 		panic("asmgen: too many rows")
@@ -386,6 +424,11 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.Comment("Bring the C tile towards L1 while the loop runs.")
 	s.prefetchC(g)
 	s.zeroAcc(g)
+	if pair {
+		for i := range s.rows {
+			g.zero(pacc(i, 1))
+		}
+	}
 	g.Load(g.Param("nseg"), reg.RAX)
 	g.TESTQ(reg.RAX, reg.RAX)
 	g.JZ(lbl("store"))
@@ -433,11 +476,32 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	a := func(u int) func(i int) operand.Mem {
 		return func(i int) operand.Mem { return memi(reg.RCX, rowRegs[i], uint8(g.size), u*g.size) }
 	}
+	// step does k steps u, u+1 (the pair kernel) or step u (the others).
+	step := func(u int) {
+		if !pair {
+			s.step(g, u*bstep, a(u))
+			return
+		}
+		for h := range 2 {
+			g.vmov(mem(reg.RBX, u*bstep+h*g.isa.bytes), pb(h))
+		}
+		for i := range s.rows {
+			t := ptmp(i % 2)
+			g.VBROADCASTSD(a(u)(i), t) // two float32 elements: 64 bits to every pair of lanes
+			for h := range 2 {
+				g.fma(pb(h), t, pacc(i, h))
+			}
+		}
+	}
+	per := 1 // k steps per step call
+	if pair {
+		per = 2
+	}
 	g.Label("loop4")
 	g.CMPQ(reg.RBX, b4end)
 	g.JAE(lbl("tail"))
-	for u := range 4 {
-		s.step(g, u*bstep, a(u))
+	for u := 0; u < 4; u += per {
+		step(u)
 	}
 	g.ADDQ(imm(4*g.size), reg.RCX)
 	g.ADDQ(imm(4*bstep), reg.RBX)
@@ -445,9 +509,9 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.Label("tail")
 	g.CMPQ(reg.RBX, bend)
 	g.JAE(lbl("next"))
-	s.step(g, 0, a(0))
-	g.ADDQ(imm(g.size), reg.RCX)
-	g.ADDQ(imm(bstep), reg.RBX)
+	step(0)
+	g.ADDQ(imm(per*g.size), reg.RCX)
+	g.ADDQ(imm(per*bstep), reg.RBX)
 	g.JMP(lbl("tail"))
 	g.Label("next")
 	g.Load(g.Param("ldo"), reg.RCX)
@@ -456,7 +520,19 @@ func kernelRowsTall(g *gen, s kernelShape) {
 	g.DECQ(segsLeft)
 	g.JNZ(lbl("seg"))
 
-	storeRowsTile(g, s, "store")
+	if !pair {
+		storeRowsTile(g, s, "store")
+		return
+	}
+	g.Label("store")
+	g.Comment("Even plus odd sums; the shuffles put the columns in order.")
+	for i := range s.rows {
+		t := ptmp(0)
+		g.VSHUFPS(imm(0x88), pacc(i, 1), pacc(i, 0), t)
+		g.VSHUFPS(imm(0xdd), pacc(i, 1), pacc(i, 0), pacc(i, 0))
+		g.VADDPS(t, pacc(i, 0), pacc(i, 0))
+	}
+	storeRowsTile(g, s, "")
 }
 
 // kernelStridedRowsB writes the kernel of a tile of s.rows rows by s.nv
@@ -661,10 +737,12 @@ func loadStridedRowsArgs(g *gen, s kernelShape, segs bool) {
 }
 
 // storeRowsTile writes the epilogue of the kernels that read a Rows
-// operand: the label, C's pointer and stride loaded from the frame, the
+// operand: the label (none for ""), C's pointer and stride loaded from the frame, the
 // tile stored, and bad = false returned.
 func storeRowsTile(g *gen, s kernelShape, label string) {
-	g.Label(label)
+	if label != "" {
+		g.Label(label)
+	}
 	g.Load(g.Param("c"), reg.RDI)
 	g.Load(g.Param("ldc"), reg.RDX)
 	g.shlSize(reg.RDX)
