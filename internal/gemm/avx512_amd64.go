@@ -282,26 +282,6 @@ func dgemmKernelRows6x8Z(nseg int, seglen int, start int, offs *int, ldo int, a 
 //go:noescape
 func dgemmKernelRows12x8Z(nseg int, seglen int, start int, offs *int, ldo int, a *float64, zero *float64, b *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
 
-// sgemmKernelRows12x16P is the 12×16 float32 micro-kernel (AVX-512) with A read in place
-// as by the Rows kernels (row i of A in segment t is seglen elements at
-// a[offs[t*ldo+i]+start], or the zero buffer when that offset is
-// negative), summing the even and the odd steps of k apart: B is packed
-// by pairs of k (packBPairs) and seglen must be even. At the first
-// offset greater than limit it returns bad = true without writing C.
-//
-//go:noescape
-func sgemmKernelRows12x16P(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
-
-// sgemmKernelRows6x16P is the 6×16 float32 micro-kernel (AVX-512) with A read in place
-// as by the Rows kernels (row i of A in segment t is seglen elements at
-// a[offs[t*ldo+i]+start], or the zero buffer when that offset is
-// negative), summing the even and the odd steps of k apart: B is packed
-// by pairs of k (packBPairs) and seglen must be even. At the first
-// offset greater than limit it returns bad = true without writing C.
-//
-//go:noescape
-func sgemmKernelRows6x16P(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
-
 // sgemmKernelSR8x32 computes a 8×32 tile (float32, AVX-512) with A element (i, p) at
 // a[p*lda+i] and B's row p the 32 elements at data[offs[p]], or the zero
 // buffer when offs[p] is negative, for p < k (k >= 1): as
@@ -384,3 +364,23 @@ func dgemmKernelSR8x8x2(k int, a *float64, lda int, offs *int, ldo int, data *fl
 //
 //go:noescape
 func dgemmKernelSR8x8x3(k int, a *float64, lda int, offs *int, ldo int, data *float64, zero *float64, c *float64, ldc int, alpha float64, beta float64, limit int) (bad bool)
+
+// sgemmKernelRows12x16P is the 12×16 float32 micro-kernel (AVX-512) with A read in place
+// as by the Rows kernels (row i of A in segment t is seglen elements at
+// a[offs[t*ldo+i]+start], or the zero buffer when that offset is
+// negative), summing the even and the odd steps of k apart: B is packed
+// by pairs of k (packBPairs) and seglen must be even. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelRows12x16P(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
+
+// sgemmKernelRows6x16P is the 6×16 float32 micro-kernel (AVX-512) with A read in place
+// as by the Rows kernels (row i of A in segment t is seglen elements at
+// a[offs[t*ldo+i]+start], or the zero buffer when that offset is
+// negative), summing the even and the odd steps of k apart: B is packed
+// by pairs of k (packBPairs) and seglen must be even. At the first
+// offset greater than limit it returns bad = true without writing C.
+//
+//go:noescape
+func sgemmKernelRows6x16P(nseg int, seglen int, start int, offs *int, ldo int, a *float32, zero *float32, b *float32, c *float32, ldc int, alpha float32, beta float32, limit int) (bad bool)
