@@ -22,6 +22,10 @@ func cpuTime(t *testing.T) time.Duration {
 // last call: a burst of calls on several threads, a pause of 50 ms for the
 // workers to park, then at most 20 ms of CPU time over 200 ms of idleness
 // (the whole process's, so the runtime's own background work counts too).
+// A window over the limit is measured again, up to three windows in all:
+// a spinning worker burns most of every window, while a transient (the
+// runtime's background work, a worker the OS held back under load) does
+// not repeat.
 func TestIdleUsesNoCPU(t *testing.T) {
 	var sink atomic.Int64
 	work := func() {
@@ -32,13 +36,18 @@ func TestIdleUsesNoCPU(t *testing.T) {
 	}
 	work()
 	time.Sleep(50 * time.Millisecond)
-	c0 := cpuTime(t)
-	time.Sleep(200 * time.Millisecond)
-	used := cpuTime(t) - c0
-	t.Logf("CPU time over 200 ms of idleness: %v", used)
-	if used > 20*time.Millisecond {
-		t.Errorf("idle process used %v of CPU in 200 ms, want under 20 ms (workers still spinning?)", used)
+	var used []time.Duration
+	for range 3 {
+		c0 := cpuTime(t)
+		time.Sleep(200 * time.Millisecond)
+		u := cpuTime(t) - c0
+		used = append(used, u)
+		t.Logf("CPU time over 200 ms of idleness: %v", u)
+		if u <= 20*time.Millisecond {
+			return
+		}
 	}
+	t.Errorf("idle process used %v of CPU in three windows of 200 ms, want under 20 ms in one (workers still spinning?)", used)
 }
 
 // BenchmarkGapCPU measures the CPU time a call costs when calls come
