@@ -76,6 +76,19 @@ func withBlocking(wholeK bool, f func()) {
 	f()
 }
 
+// withBlocks runs f with the blocking named by blocks: "default", "small"
+// (withBlocking, B packed one k block at a time) or "small-wholeK".
+func withBlocks(blocks string, f func()) {
+	switch blocks {
+	case "default":
+		f()
+	case "small":
+		withBlocking(false, f)
+	default:
+		withBlocking(true, f)
+	}
+}
+
 // withWholeK runs f with B packed for all k blocks at once or not.
 func withWholeK(on bool, f func()) {
 	ow := wholeKBytes

@@ -63,14 +63,7 @@ func TestNarrowZMMMatchesAVX2(t *testing.T) {
 				}
 			}
 		}
-		switch blocks {
-		case "default":
-			body()
-		case "small":
-			withBlocking(false, body)
-		default:
-			withBlocking(true, body)
-		}
+		withBlocks(blocks, body)
 	}
 }
 

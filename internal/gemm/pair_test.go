@@ -153,18 +153,10 @@ func TestPairRows(t *testing.T) {
 			tc, rc := rowsGemmCase(rng, "A", i%2 == 1, s.m, s.n, s.nseg*s.seg, s.nseg, s.seg, []float64{0, 1, -0.5}[i%3])
 			tc.cNaN = tc.beta == 0
 			for _, blocks := range []string{"default", "small", "small-wholeK"} {
-				body := func() {
+				withBlocks(blocks, func() {
 					r := runRows[float32](tc, rc, "A", 1)
 					identical(t, tc, r, runRows[float32](tc, rc, "A", 2), runRows[float32](tc, rc, "A", 3))
-				}
-				switch blocks {
-				case "default":
-					body()
-				case "small":
-					withBlocking(false, body)
-				default:
-					withBlocking(true, body)
-				}
+				})
 			}
 		}
 		// A long k: the pair order must show in the bits.

@@ -134,16 +134,7 @@ func TestGemmRows(t *testing.T) {
 					old := inPlaceRows
 					inPlaceRows = inPlace
 					defer func() { inPlaceRows = old }()
-					withTier(p.tier, func() {
-						switch blocks {
-						case "default":
-							body()
-						case "small":
-							withBlocking(false, body)
-						default:
-							withBlocking(true, body)
-						}
-					})
+					withTier(p.tier, func() { withBlocks(blocks, body) })
 				})
 			}
 		}
