@@ -145,17 +145,16 @@ func rowsKernelTall[T Float](isa cpu.ISA) rowsKernelFunc[T] {
 // for pr's Rows A on tier isa, or nils: float32 products no wider than an
 // AVX2 tile on ZMM registers (zmmNarrow), whose A segments have an even
 // length and fit in a k block (planRowsK's whole-segment blocks, so every
-// block starts at an even k and has an even length), and whose B is not
-// a Rows operand. They load each pair of A's elements once for two
-// products where the Z kernels load each element for one: W1's input
-// gradient (n 16, segments of 32) in its tile loop, 150–165 → 200–206
-// GFLOP/s on Zen 5 (BenchmarkKernelW1). The sums differ from AVX2's in
+// block starts at an even k and has an even length). They load each pair
+// of A's elements once for two products where the Z kernels load each
+// element for one: the tile loop of W1's input gradient (n 16, segments
+// of 32), 150–165 → 200–206 GFLOP/s on Zen 5 (BenchmarkKernelW1). The sums differ from AVX2's in
 // order (even and odd k apart), not with the thread count: the choice
 // depends on the shape only.
 func rowsKernelPair[T Float](pr *problem[T], isa cpu.ISA) (rowsKernelFunc[T], rowsKernelFunc[T]) {
 	var z T
 	if _, ok := any(z).(float32); !ok || !pairRows || isa != cpu.AVX2 || !zmmNarrow() ||
-		pr.ra.Map == nil || pr.rb.Map != nil || pr.ra.Seg%2 != 0 || pr.piece != 0 {
+		pr.ra.Map == nil || pr.ra.Seg%2 != 0 || pr.piece != 0 {
 		return nil, nil
 	}
 	return any(rowsKernelFunc[float32](rowsPairF32)).(rowsKernelFunc[T]),
