@@ -369,7 +369,7 @@ func dgemmKernelSR8x8x3(k int, a *float64, lda int, offs *int, ldo int, data *fl
 // as by the Rows kernels (row i of A in segment t is seglen elements at
 // a[offs[t*ldo+i]+start], or the zero buffer when that offset is
 // negative), summing the even and the odd steps of k apart: B is packed
-// by pairs of k (packBPairs) and seglen must be even. At the first
+// by pairs of k (pairPanels) and seglen must be even. At the first
 // offset greater than limit it returns bad = true without writing C.
 //
 //go:noescape
@@ -379,7 +379,7 @@ func sgemmKernelRows12x16P(nseg int, seglen int, start int, offs *int, ldo int, 
 // as by the Rows kernels (row i of A in segment t is seglen elements at
 // a[offs[t*ldo+i]+start], or the zero buffer when that offset is
 // negative), summing the even and the odd steps of k apart: B is packed
-// by pairs of k (packBPairs) and seglen must be even. At the first
+// by pairs of k (pairPanels) and seglen must be even. At the first
 // offset greater than limit it returns bad = true without writing C.
 //
 //go:noescape

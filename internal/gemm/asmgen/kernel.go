@@ -366,7 +366,7 @@ func kernelRowsTall(g *gen, s kernelShape) { kernelRowsA(g, s, false) }
 // place as by kernelRowsTall, but each load of A broadcasts two adjacent
 // elements of a row (k = 2q, 2q+1) and feeds two products, one per half
 // of the tile's columns, so a row of A costs half a load per product
-// instead of one. B is packed by pairs of k (packBPairs): for pair q,
+// instead of one. B is packed by pairs of k (pairPanels): for pair q,
 // vector 0 holds columns 0,1,4,5,8,9,12,13 and vector 1 columns
 // 2,3,6,7,10,11,14,15, each column as its two elements b[2q], b[2q+1].
 // Each element of C so gets two chains of fused multiply-adds, over the
@@ -397,7 +397,7 @@ func kernelRowsA(g *gen, s kernelShape, pair bool) {
 			"as by the Rows kernels (row i of A in segment t is seglen elements at",
 			"a[offs[t*ldo+i]+start], or the zero buffer when that offset is",
 			"negative), summing the even and the odd steps of k apart: B is packed",
-			"by pairs of k (packBPairs) and seglen must be even. At the first",
+			"by pairs of k (pairPanels) and seglen must be even. At the first",
 			"offset greater than limit it returns bad = true without writing C.",
 		}
 	}
@@ -737,8 +737,8 @@ func loadStridedRowsArgs(g *gen, s kernelShape, segs bool) {
 }
 
 // storeRowsTile writes the epilogue of the kernels that read a Rows
-// operand: the label (none for ""), C's pointer and stride loaded from the frame, the
-// tile stored, and bad = false returned.
+// operand: the label (none for ""), C's pointer and stride loaded from
+// the frame, the tile stored, and bad = false returned.
 func storeRowsTile(g *gen, s kernelShape, label string) {
 	if label != "" {
 		g.Label(label)
