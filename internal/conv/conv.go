@@ -107,7 +107,7 @@ func BackpropInput[T Float](dx, f, dy []T, g *Geom, threads int, scratch []T) {
 	// its B panels from contiguous rows (the same panels, so the same
 	// bits, as from f with transB).
 	ft := scratch[nw*ch.rows*kcol:][:kcol*g.O]
-	transposeFilter(ft, f, kcol, g.O)
+	transpose(ft, f, kcol, g.O)
 	job := col2imJob[T]{g: *g, f: ft, dy: dy, dx: dx, buf: scratch[:nw*ch.rows*kcol], ch: ch, per: per, gt: gt}
 	if nw <= 1 {
 		for i := range items {
@@ -142,18 +142,21 @@ func (j *col2imJob[T]) item(w, i int) {
 	}
 }
 
-// transposeFilter writes the filter f [kcol][o] transposed into ft
-// [o][kcol], in blocks of 16×16 so that both sides stay in cache.
-func transposeFilter[T Float](ft, f []T, kcol, o int) {
+// transpose writes src [rows][cols] transposed into dst [cols][rows],
+// converting each element, in blocks of 16×16 so that both sides stay in
+// cache: a filter f [kcol][o] into ft [o][kcol], a filter gradient's
+// float64 sum dfᵀ [o][kcol] into df [kcol][o].
+func transpose[D, S Float](dst []D, src []S, rows, cols int) {
 	const blk = 16
-	for k0 := 0; k0 < kcol; k0 += blk {
-		k1 := min(k0+blk, kcol)
-		for o0 := 0; o0 < o; o0 += blk {
-			o1 := min(o0+blk, o)
-			for k := k0; k < k1; k++ {
-				row := f[k*o : (k+1)*o]
-				for c := o0; c < o1; c++ {
-					ft[c*kcol+k] = row[c]
+	_, _ = dst[:rows*cols], src[:rows*cols]
+	for r0 := 0; r0 < rows; r0 += blk {
+		r1 := min(r0+blk, rows)
+		for c0 := 0; c0 < cols; c0 += blk {
+			c1 := min(c0+blk, cols)
+			for r := r0; r < r1; r++ {
+				row := src[r*cols : (r+1)*cols]
+				for c := c0; c < c1; c++ {
+					dst[c*rows+r] = D(row[c])
 				}
 			}
 		}
@@ -370,11 +373,7 @@ func BackpropFilter[T Float](df, x, dy []T, g *Geom, threads int, acc []float64,
 			})
 		}
 	}
-	for o := 0; o < g.O; o++ {
-		for k, v := range sum[o*kcol : (o+1)*kcol] {
-			df[k*g.O+o] = T(v)
-		}
-	}
+	transpose(df, sum, g.O, kcol)
 }
 
 // filterJob is the filter gradient's work: the partial dfᵀ of each chunk

@@ -165,3 +165,25 @@ func checkKernels[T Float](t *testing.T, name string, g *Geom, ng *testutil.Naiv
 		}
 	}
 }
+
+// TestTranspose checks the blocked transposition against its definition
+// on shapes around the block size, converting float64 to float32.
+func TestTranspose(t *testing.T) {
+	for _, rows := range []int{1, 5, 16, 17, 40} {
+		for _, cols := range []int{1, 3, 16, 33} {
+			src := make([]float64, rows*cols)
+			for i := range src {
+				src[i] = float64(i) + 0.25
+			}
+			dst := make([]float32, rows*cols)
+			transpose(dst, src, rows, cols)
+			for r := range rows {
+				for c := range cols {
+					if got, want := dst[c*rows+r], float32(src[r*cols+c]); got != want {
+						t.Fatalf("%dx%d: dst[%d][%d] = %v, want %v", rows, cols, c, r, got, want)
+					}
+				}
+			}
+		}
+	}
+}
