@@ -147,10 +147,19 @@ func (j *col2imJob[T]) item(w, i int) {
 // cache: a filter f [kcol][o] into ft [o][kcol], a filter gradient's
 // float64 sum dfᵀ [o][kcol] into df [kcol][o].
 func transpose[D, S Float](dst []D, src []S, rows, cols int) {
-	const blk = 16
+	transposeRows(dst, src, rows, cols, 0, rows)
+}
+
+// transposeBlock is the side of transpose's blocks.
+const transposeBlock = 16
+
+// transposeRows is transpose of the rows [lo, hi) of src alone: it writes
+// dst[c·rows+r] for r in [lo, hi).
+func transposeRows[D, S Float](dst []D, src []S, rows, cols, lo, hi int) {
+	const blk = transposeBlock
 	_, _ = dst[:rows*cols], src[:rows*cols]
-	for r0 := 0; r0 < rows; r0 += blk {
-		r1 := min(r0+blk, rows)
+	for r0 := lo; r0 < hi; r0 += blk {
+		r1 := min(r0+blk, hi)
 		for c0 := 0; c0 < cols; c0 += blk {
 			c1 := min(c0+blk, cols)
 			for r := r0; r < r1; r++ {
@@ -365,15 +374,39 @@ func BackpropFilter[T Float](df, x, dy []T, g *Geom, threads int, acc []float64,
 		}
 		// sum holds dfᵀ (row o: output channel o's kcol taps), like the
 		// partials; each element adds its partials in chunk order.
-		if n := e - s; serial(threads, fsz, sumGrain) {
-			addPartials(sum, ps, fsz, n, 0, fsz)
+		n := e - s
+		if e < count {
+			if serial(threads, fsz, sumGrain) {
+				addPartials(sum, ps, fsz, n, 0, fsz)
+			} else {
+				parallel.For(threads, fsz, sumGrain, func(lo, hi int) {
+					addPartials(sum, ps, fsz, n, lo, hi)
+				})
+			}
+			continue
+		}
+		// The last round adds its partials and writes df in bands of
+		// transposeBlock rows of dfᵀ, each band transposed while its sums
+		// are cached, the bands shared among the threads.
+		o := g.O // the closure must not capture g (it would move the caller's to the heap)
+		bands := ceilDiv(o, transposeBlock)
+		if grain := max(1, sumGrain/(transposeBlock*kcol)); serial(threads, bands, grain) {
+			finishFilter(df, sum, ps, o, kcol, n, 0, bands)
 		} else {
-			parallel.For(threads, fsz, sumGrain, func(lo, hi int) {
-				addPartials(sum, ps, fsz, n, lo, hi)
+			parallel.For(threads, bands, grain, func(b0, b1 int) {
+				finishFilter(df, sum, ps, o, kcol, n, b0, b1)
 			})
 		}
 	}
-	transpose(df, sum, g.O, kcol)
+}
+
+// finishFilter adds the n partials of the bands [b0, b1) of
+// transposeBlock rows of the sum dfᵀ [o][kcol] (in chunk order, after
+// what sum holds) and writes them transposed into df [kcol][o].
+func finishFilter[T Float](df []T, sum []float64, ps []T, o, kcol, n, b0, b1 int) {
+	r0, r1 := b0*transposeBlock, min(b1*transposeBlock, o)
+	addPartials(sum, ps, o*kcol, n, r0*kcol, r1*kcol)
+	transposeRows(df, sum, o, kcol, r0, r1)
 }
 
 // filterJob is the filter gradient's work: the partial dfᵀ of each chunk

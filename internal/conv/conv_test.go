@@ -177,12 +177,25 @@ func TestTranspose(t *testing.T) {
 			}
 			dst := make([]float32, rows*cols)
 			transpose(dst, src, rows, cols)
-			for r := range rows {
-				for c := range cols {
-					if got, want := dst[c*rows+r], float32(src[r*cols+c]); got != want {
-						t.Fatalf("%dx%d: dst[%d][%d] = %v, want %v", rows, cols, c, r, got, want)
-					}
-				}
+			check(t, dst, src, rows, cols)
+			// The same in pieces of rows, as the threads of
+			// BackpropFilter's last round write it.
+			clear(dst)
+			for lo := 0; lo < rows; lo += 7 {
+				transposeRows(dst, src, rows, cols, lo, min(lo+7, rows))
+			}
+			check(t, dst, src, rows, cols)
+		}
+	}
+}
+
+// check fails t unless dst [cols][rows] is src [rows][cols] transposed.
+func check(t *testing.T, dst []float32, src []float64, rows, cols int) {
+	t.Helper()
+	for r := range rows {
+		for c := range cols {
+			if got, want := dst[c*rows+r], float32(src[r*cols+c]); got != want {
+				t.Fatalf("%dx%d: dst[%d][%d] = %v, want %v", rows, cols, c, r, got, want)
 			}
 		}
 	}
