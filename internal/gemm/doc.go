@@ -101,7 +101,10 @@
 // small products run on fewer goroutines than asked for; large row ranges
 // are cut into a few pieces that the goroutines take as they become free,
 // each from its own share first (internal/parallel.Each), so that a late
-// or preempted thread holds up one piece, not a fixed share.
+// or preempted thread holds up one piece, not a fixed share. When several
+// row ranges would each pack the same stored B, it is packed once for all
+// of them first (up to 4 MiB; the same panels, so the same bits), its
+// panels shared among the goroutines.
 //
 // # Memory
 //
@@ -113,5 +116,5 @@
 // Offsetter is the caller's (a pointer to a struct it keeps). A Workspace
 // keeps, per thread and element type, at most about 4 MiB for B and
 // 150 KiB for A, plus the segment offsets of a Rows operand's current row
-// block.
+// block, and per element type up to 4 MiB of shared packed B.
 package gemm

@@ -129,7 +129,68 @@ func (st *wsState[T]) runParallel(pr *problem[T], tm, tn, threads int) {
 		st.cell = st.runCell
 	}
 	defer func() { st.pr = problem[T]{} }() // keep no reference to the caller's data
+	if st.tm > 1 {
+		st.shareB(threads)
+	}
 	parallel.Each(threads, st.tm*st.tn, st.cell)
+}
+
+// sharedBBytes bounds the shared packed B (shareB). A variable so that
+// tests can turn the sharing off.
+var sharedBBytes = 4 << 20
+
+// shareB packs all of a stored op(B) (every k block, every column) once,
+// into st.sharedB, on up to threads goroutines, one nr-column panel of one
+// k block at a time, and points st.pr at it: the cells of runParallel's
+// grid then read their B blocks from it instead of each packing the B
+// blocks of its columns again (a grid of tm row ranges packed all of B tm
+// times). The panels are those packB writes, so the bits are the same.
+// It does nothing for a Rows B (gathered per cell) or a B larger than
+// sharedBBytes. The k block of pc starts at sharedB[pc·ncp] (ncp = n
+// rounded up to nr), and in it the panel of column j at j·kc.
+func (st *wsState[T]) shareB(threads int) {
+	pr := &st.pr
+	var z T
+	ncp := ceilDiv(pr.n, pr.blk.nr) * pr.blk.nr
+	if pr.rb.Map != nil || ncp*pr.k*int(unsafe.Sizeof(z)) > sharedBBytes {
+		return
+	}
+	st.pcs = st.pcs[:0]
+	for pc := 0; pc < pr.k; pc += pr.kblock(pc) {
+		st.pcs = append(st.pcs, pc)
+	}
+	if len(st.sharedB) < ncp*pr.k {
+		st.sharedB = alignedSlice[T](ncp * pr.k)
+	}
+	pr.sharedB = st.sharedB[:ncp*pr.k]
+	units := len(st.pcs) * (ncp / pr.blk.nr)
+	if ncp*pr.k < sharedBSerial {
+		// A small B: packing it takes less than waking the goroutines.
+		for u := range units {
+			st.packPanel(0, u)
+		}
+		return
+	}
+	if st.packOne == nil {
+		st.packOne = st.packPanel
+	}
+	parallel.Each(threads, units, st.packOne)
+}
+
+// sharedBSerial is the size (elements) below which shareB packs on the
+// caller's goroutine alone.
+const sharedBSerial = 1 << 14
+
+// packPanel packs unit u of shareB: panel u mod panels of k block
+// u / panels.
+func (st *wsState[T]) packPanel(_, u int) {
+	pr := &st.pr
+	nr := pr.blk.nr
+	panels := ceilDiv(pr.n, nr)
+	pc := st.pcs[u/panels]
+	kc := pr.kblock(pc)
+	j := u % panels * nr
+	pr.packB(nil, pr.sharedB[pc*panels*nr+j*kc:][:nr*kc], pc, kc, j, min(nr, pr.n-j))
 }
 
 // runCell computes cell cell of runParallel's grid with buffers w.
@@ -148,7 +209,8 @@ func (st *wsState[T]) runCell(w, cell int) {
 
 // rowSplit returns how many pieces (at most 4) each of the grid's row
 // ranges is cut into for runParallel: only ranges of several row blocks
-// whose pieces keep enough work, since each piece repacks its B block.
+// whose pieces keep enough work, since each piece repacks its B block
+// (unless runParallel packed all of B once for them, shareB).
 func rowSplit(m, n, k, tm, tn int, blk blocking) int {
 	const minPieceFlops = 1 << 24 // ~0.2 ms on one core
 	rows := ceilDiv(m, tm)
@@ -233,6 +295,9 @@ type problem[T Float] struct {
 	// tile).
 	kernS    stridedKernelFunc[T]
 	inPlaceA bool
+	// sharedB, when not nil, is all of op(B) packed once for every cell
+	// of runParallel's grid (wsState.shareB).
+	sharedB []T
 	// edgeAny: kernS computes any edge tile straight into C.
 	edgeAny bool
 }
@@ -262,11 +327,14 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 		ncp := ceilDiv(nc, nr) * nr
 		if multiK && nmb > 1 && ncp*pr.k*size <= wholeKBytes {
 			// B block for k block pc starts at bp[pc*ncp].
-			bp := buf.bBuf(ncp*pr.k, blk)
-			for pc := 0; pc < pr.k; {
-				kc := pr.kblock(pc)
-				pr.packB(buf, bp[pc*ncp:(pc+kc)*ncp], pc, kc, jc, nc)
-				pc += kc
+			var bp []T
+			if pr.sharedB == nil {
+				bp = buf.bBuf(ncp*pr.k, blk)
+				for pc := 0; pc < pr.k; {
+					kc := pr.kblock(pc)
+					pr.packB(buf, bp[pc*ncp:(pc+kc)*ncp], pc, kc, jc, nc)
+					pc += kc
+				}
 			}
 			for ic := i0; ic < i1; ic += mcb {
 				mc := min(mcb, i1-ic)
@@ -274,7 +342,11 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 				for pc := 0; pc < pr.k; {
 					kc := pr.kblock(pc)
 					ap := pr.packA(buf, ic, mc, pc, kc)
-					pr.macro(buf, ap, bp[pc*ncp:(pc+kc)*ncp], ic, mc, jc, nc, pc, kc, pr.betaAt(pc))
+					bk := pr.sharedBlock(pc, kc, jc, ncp)
+					if bk == nil {
+						bk = bp[pc*ncp : (pc+kc)*ncp]
+					}
+					pr.macro(buf, ap, bk, ic, mc, jc, nc, pc, kc, pr.betaAt(pc))
 					pc += kc
 				}
 			}
@@ -289,8 +361,11 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 				pc += kc
 				continue
 			}
-			bp := buf.bBuf(ncp*kc, blk)
-			pr.packB(buf, bp, pc, kc, jc, nc)
+			bp := pr.sharedBlock(pc, kc, jc, ncp)
+			if bp == nil {
+				bp = buf.bBuf(ncp*kc, blk)
+				pr.packB(buf, bp, pc, kc, jc, nc)
+			}
 			for ic := i0; ic < i1; ic += mcb {
 				mc := min(mcb, i1-ic)
 				pr.prepA(buf, ic, mc)
@@ -300,6 +375,16 @@ func (pr *problem[T]) run(buf *buffers[T], i0, i1, j0, j1 int) {
 			pc += kc
 		}
 	}
+}
+
+// sharedBlock returns the packed B block of k block [pc, pc+kc) and the
+// ncp columns from jc from pr.sharedB, or nil without one.
+func (pr *problem[T]) sharedBlock(pc, kc, jc, ncp int) []T {
+	if pr.sharedB == nil {
+		return nil
+	}
+	all := ceilDiv(pr.n, pr.blk.nr) * pr.blk.nr
+	return pr.sharedB[pc*all+jc*kc:][:ncp*kc]
 }
 
 // lazyB multiplies the row block [ic, ic+mc) of op(A) by a Rows B's k
@@ -539,6 +624,11 @@ type wsState[T Float] struct {
 	pr     problem[T]
 	tm, tn int
 	cell   func(w, cell int)
+	// The shared packed B (shareB): the buffer, the k blocks' starts, and
+	// the goroutines' function packing one of its panels, built once.
+	sharedB []T
+	pcs     []int
+	packOne func(w, unit int)
 }
 
 // stateOf returns ws's state for T, creating it on first use.

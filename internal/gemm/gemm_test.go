@@ -99,6 +99,17 @@ func withWholeK(on bool, f func()) {
 	f()
 }
 
+// withSharedB runs f with the grid's shared packed B (wsState.shareB)
+// allowed or not.
+func withSharedB(on bool, f func()) {
+	o := sharedBBytes
+	if !on {
+		sharedBBytes = 0
+	}
+	defer func() { sharedBBytes = o }()
+	f()
+}
+
 // gemmCase is one call: shapes, strides, scalars and stored operands.
 type gemmCase struct {
 	transA, transB bool
@@ -362,11 +373,13 @@ func TestGemmThreadsBitIdentical(t *testing.T) {
 				}
 				tr := transposes[i%4]
 				tc := newCase(rng, tr[0], tr[1], s[0], s[1], s[2], 1, 0.5, 1.5)
-				var o32 []float32
-				var o64 []float64
+				var o32, u32 []float32
+				var o64, u64 []float64
 				withWholeK(false, func() { o32, o64 = run[float32](tc, 2), run[float64](tc, 1) })
-				identical(t, tc, run[float32](tc, 1), run[float32](tc, 2), run[float32](tc, 3), o32)
-				identical(t, tc, run[float64](tc, 1), run[float64](tc, 2), run[float64](tc, 3), o64)
+				// Each cell packing its own B (no shared packed B).
+				withSharedB(false, func() { u32, u64 = run[float32](tc, 2), run[float64](tc, 3) })
+				identical(t, tc, run[float32](tc, 1), run[float32](tc, 2), run[float32](tc, 3), o32, u32)
+				identical(t, tc, run[float64](tc, 1), run[float64](tc, 2), run[float64](tc, 3), o64, u64)
 			}
 		})
 	}
