@@ -441,15 +441,24 @@ func (j *filterJob[T]) chunk(_, i int) {
 }
 
 // addPartials adds elements [lo, hi) of n partials of fsz elements, in
-// order, to acc.
+// order, to acc. It goes through them in pieces of partialPiece elements,
+// each piece of acc kept in L1 while every partial is added to it (rather
+// than one pass over all of acc per partial); each element still gets its
+// partials in order.
 func addPartials[T Float](acc []float64, parts []T, fsz, n, lo, hi int) {
-	a := acc[lo:hi]
-	for c := range n {
-		for i, v := range parts[c*fsz+lo : c*fsz+hi] {
-			a[i] += float64(v)
+	for p0 := lo; p0 < hi; p0 += partialPiece {
+		p1 := min(p0+partialPiece, hi)
+		a := acc[p0:p1]
+		for c := range n {
+			for i, v := range parts[c*fsz+p0 : c*fsz+p1] {
+				a[i] += float64(v)
+			}
 		}
 	}
 }
+
+// partialPiece is the piece of addPartials: 8 KiB of float64 sums.
+const partialPiece = 1024
 
 // ToNHWC copies an NCHW tensor src [n, c, h, w] into dst as NHWC:
 // dst[((b·h+y)·w+x)·c+ch] = src[((b·c+ch)·h+y)·w+x].
