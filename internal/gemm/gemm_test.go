@@ -90,23 +90,20 @@ func withBlocks(blocks string, f func()) {
 }
 
 // withWholeK runs f with B packed for all k blocks at once or not.
-func withWholeK(on bool, f func()) {
-	ow := wholeKBytes
-	if !on {
-		wholeKBytes = 0
-	}
-	defer func() { wholeKBytes = ow }()
-	f()
-}
+func withWholeK(on bool, f func()) { withBound(&wholeKBytes, on, f) }
 
 // withSharedB runs f with the grid's shared packed B (wsState.shareB)
 // allowed or not.
-func withSharedB(on bool, f func()) {
-	o := sharedBBytes
+func withSharedB(on bool, f func()) { withBound(&sharedBBytes, on, f) }
+
+// withBound runs f with the size bound *v as it is (on) or 0, which
+// turns off what it bounds.
+func withBound(v *int, on bool, f func()) {
+	o := *v
 	if !on {
-		sharedBBytes = 0
+		*v = 0
 	}
-	defer func() { sharedBBytes = o }()
+	defer func() { *v = o }()
 	f()
 }
 
